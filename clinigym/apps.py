@@ -1,0 +1,126 @@
+"""Programs as data: `containers/<app>/app.yaml`.
+
+A program file says which Debian packages it needs, which files make up its
+pristine state (pre-seeded preferences, configuration), how that state is
+prepared once (fixture studies indexed, uploaded), which processes run it and
+how each is known to be ready. Reset = kill the process groups, restore the
+pristine state, relaunch. Adding an X11 program needs only such a file.
+"""
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+from pydantic import Field, field_validator, model_validator
+
+from clinigym.specfile import Spec, SpecError, parse, read_yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTAINERS = ROOT / "containers"
+BASE_VARS = ("STATE", "HOME", "FIXTURES", "DISPLAY", "APP_DIR", "SCREEN_WIDTH", "SCREEN_HEIGHT")
+_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
+
+
+class Ready(Spec):
+    """All the given conditions must hold, within `timeout` seconds."""
+    window: str | None = Field(None, description="regex matched against top-level window titles")
+    http: str | None = Field(None, description="URL that must answer 200")
+    dom: str | None = Field(None, description="CSS selector that must be visible (browser programs)")
+    timeout: float = 60.0
+
+
+class Process(Spec):
+    name: str
+    command: list[str] | None = None
+    browser: str | None = Field(None, description="URL opened in Debian's Chromium in app mode")
+    env: dict[str, str] = {}
+    cwd: str = "${STATE}"
+    ready: Ready = Ready()
+
+    @model_validator(mode="after")
+    def _one_launcher(self):
+        if (self.command is None) == (self.browser is None):
+            raise ValueError("give exactly one of `command` or `browser`")
+        return self
+
+
+class PrepareStep(Spec):
+    """Builds the pristine state once; the result is snapshotted and restored at every reset."""
+    run: list[str] | None = Field(None, description="command run to completion in ${STATE}")
+    start: str | None = Field(None, description="process started (and waited for) during preparation")
+    upload_dicom: str | None = Field(None, description="URL every fixture file is POSTed to")
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        if sum(v is not None for v in (self.run, self.start)) != 1:
+            raise ValueError("give exactly one of `run` or `start`")
+        if self.upload_dicom and not self.start:
+            raise ValueError("`upload_dicom` goes with `start`")
+        return self
+
+
+class Settle(Spec):
+    quiet: float = Field(0.25, gt=0, description="seconds without change that mean settled")
+    timeout: float = Field(10.0, gt=0)
+    min_changed: int = Field(40, ge=0, description="changes of fewer pixels are ignored (carets)")
+
+
+class AppSpec(Spec):
+    name: str
+    title: str
+    description: str = ""
+    debian_packages: list[str] = []
+    ports: list[str] = []
+    dom_port: str | None = Field(None, description="port name of Chromium's DevTools endpoint")
+    files: dict[str, str] = {}
+    prepare: list[PrepareStep] = []
+    processes: list[Process]
+    settle: Settle = Settle()
+    folder: Path = Field(exclude=True)
+
+    @field_validator("processes")
+    @classmethod
+    def _some(cls, v):
+        if not v:
+            raise ValueError("at least one process is needed")
+        return v
+
+    @model_validator(mode="after")
+    def _references(self):
+        names = {p.name for p in self.processes}
+        known = set(BASE_VARS) | {f"PORT_{p.upper()}" for p in self.ports}
+        for i, step in enumerate(self.prepare):
+            if step.start and step.start not in names:
+                raise ValueError(f"prepare[{i}].start names no process: {step.start!r}")
+        if self.dom_port and self.dom_port not in self.ports:
+            raise ValueError(f"dom_port {self.dom_port!r} is not in ports")
+        text = self.model_dump_json()
+        for var in _VAR.findall(text):
+            if var not in known:
+                raise ValueError(f"unknown variable ${{{var}}}; known: {', '.join(sorted(known))}")
+        return self
+
+    def process(self, name: str) -> Process:
+        return next(p for p in self.processes if p.name == name)
+
+
+def render(text: str, variables: dict[str, str]) -> str:
+    return _VAR.sub(lambda m: variables[m.group(1)], text)
+
+
+@cache
+def load_app(name: str) -> AppSpec:
+    path = CONTAINERS / name / "app.yaml"
+    if not path.exists():
+        raise SpecError(path, "", f"no such program; known: {', '.join(app_names())}")
+    data = read_yaml(path)
+    data["folder"] = path.parent
+    spec = parse(AppSpec, data, path)
+    if spec.name != name:
+        raise SpecError(path, "name", f"must equal the folder name {name!r}")
+    return spec
+
+
+def app_names() -> list[str]:
+    return sorted(p.parent.name for p in CONTAINERS.glob("*/app.yaml"))

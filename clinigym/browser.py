@@ -1,0 +1,100 @@
+"""Debian's Chromium as the window of a web program, and its DevTools endpoint on loopback."""
+from __future__ import annotations
+
+import json
+import shutil
+from itertools import count
+
+import requests
+import websocket
+
+from clinigym.judge import Box
+
+# Flags that keep Chromium off the network (only loopback is reachable here),
+# free of first-run UI and infobars, and at a fixed geometry at (0, 0).
+CHROMIUM_FLAGS = (
+    "--no-sandbox", "--test-type", "--no-first-run", "--no-default-browser-check",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-quic", "--disable-gpu", "--disable-features=Translate,MediaRouter",
+    "--disable-session-crashed-bubble", "--password-store=basic", "--hide-crash-restore-bubble",
+    "--force-device-scale-factor=1", "--kiosk",
+)
+
+
+def chromium_binary() -> str:
+    return shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def chromium_command(url: str, profile: str, width: int, height: int, cdp_port: int | None) -> list[str]:
+    cmd = [chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+           "--window-position=0,0", f"--window-size={width},{height}", f"--app={url}"]
+    if cdp_port:
+        cmd += ["--remote-debugging-address=127.0.0.1", f"--remote-debugging-port={cdp_port}",
+                "--remote-allow-origins=*"]
+    return cmd
+
+
+_BOX_JS = """(() => {
+  const sel = %s, text = %s;
+  const visible = e => { const r = e.getBoundingClientRect();
+    const s = getComputedStyle(e);
+    return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none'; };
+  const els = Array.from(document.querySelectorAll(sel)).filter(visible)
+    .filter(e => text === null || (e.innerText || e.value || '').trim().includes(text));
+  if (!els.length) return null;
+  const r = els[0].getBoundingClientRect(), d = window.devicePixelRatio;
+  const ox = window.screenX + (window.outerWidth - window.innerWidth) / 2;
+  const oy = window.screenY + (window.outerHeight - window.innerHeight);
+  return [(ox + r.left) * d, (oy + r.top) * d, (ox + r.right) * d, (oy + r.bottom) * d];
+})()"""
+
+
+class DevTools:
+    """A minimal DevTools-protocol client for one page: evaluate JS, read element boxes.
+    Reads only: input always goes through X like for any desktop program."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self._ws: websocket.WebSocket | None = None
+        self._ids = count(1)
+
+    def _page_url(self) -> str:
+        pages = requests.get(f"http://127.0.0.1:{self.port}/json", timeout=2).json()
+        page = next(p for p in pages if p.get("type") == "page")
+        return page["webSocketDebuggerUrl"]
+
+    def _call(self, method: str, params: dict) -> dict:
+        if self._ws is None:
+            self._ws = websocket.create_connection(self._page_url(), timeout=5,
+                                                   suppress_origin=True)
+        msg_id = next(self._ids)
+        try:
+            self._ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
+            while True:
+                reply = json.loads(self._ws.recv())
+                if reply.get("id") == msg_id:
+                    break
+        except (websocket.WebSocketException, OSError):
+            self.close()  # the page or browser went away; reconnect on the next call
+            raise
+        if "error" in reply:
+            raise RuntimeError(f"DevTools {method}: {reply['error']}")
+        return reply["result"]
+
+    def evaluate(self, expression: str):
+        result = self._call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"JS error: {result['exceptionDetails'].get('text')}")
+        return result["result"].get("value")
+
+    def element_box(self, selector: str, text: str | None = None) -> Box | None:
+        """Screen box of the first visible element matching `selector` (and containing `text`)."""
+        value = self.evaluate(_BOX_JS % (json.dumps(selector), json.dumps(text)))
+        return Box(*value) if value else None
+
+    def close(self) -> None:
+        if self._ws is not None:
+            try:
+                self._ws.close()
+            finally:
+                self._ws = None

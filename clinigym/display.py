@@ -1,0 +1,295 @@
+"""A virtual X display: Xvfb + a window manager, screenshots (mss), input (XTest).
+
+The screenshot is the observation; all coordinates here are screen pixels of
+this display (the environment maps observation pixels to them).
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import mss
+import numpy as np
+from Xlib import X, XK, display as xdisplay
+from Xlib.error import XError
+from Xlib.ext import xtest
+
+from clinigym.ports import free_port
+from clinigym.waiting import wait_for
+
+KEY_ALIASES = {
+    "ctrl": "Control_L", "control": "Control_L", "shift": "Shift_L", "alt": "Alt_L",
+    "super": "Super_L", "meta": "Super_L", "win": "Super_L", "cmd": "Super_L",
+    "enter": "Return", "return": "Return", "esc": "Escape", "escape": "Escape",
+    "tab": "Tab", "space": "space", "backspace": "BackSpace", "delete": "Delete",
+    "del": "Delete", "up": "Up", "down": "Down", "left": "Left", "right": "Right",
+    "home": "Home", "end": "End", "pageup": "Prior", "pagedown": "Next",
+    "insert": "Insert",
+}
+BUTTONS = {"left": 1, "middle": 2, "right": 3}
+
+
+class InputError(ValueError):
+    """An input the display cannot produce (unknown key, character not on the keymap)."""
+
+
+@dataclass(frozen=True)
+class Geometry:
+    width: int = 1920
+    height: int = 1080
+    depth: int = 24
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One screenshot as grabbed (BGRA); RGB is made only when asked for."""
+    bgra: np.ndarray
+    t: float
+
+    @property
+    def raw(self) -> np.ndarray:
+        """One uint32 per pixel, for cheap comparison."""
+        return self.bgra.view(np.uint32)[:, :, 0]
+
+    @property
+    def rgb(self) -> np.ndarray:
+        return np.ascontiguousarray(self.bgra[:, :, 2::-1])
+
+
+def changed_pixels(a: np.ndarray, b: np.ndarray) -> int:
+    return int(np.count_nonzero(a != b))
+
+
+class DisplaySession:
+    """Owns one Xvfb server and its window manager; screenshots and XTest input."""
+
+    def __init__(self, geometry: Geometry = Geometry(), window_manager: str | None = "openbox",
+                 socket_dir: Path | None = None):
+        self.geometry = geometry
+        self._procs: list[subprocess.Popen] = []
+        self._workdir = Path(tempfile.mkdtemp(prefix="clinigym-display-"))
+        self._vnc: subprocess.Popen | None = None
+        self.number = self._start_xvfb()
+        self.name = f":{self.number}"
+        self._x = xdisplay.Display(self.name)
+        self._root = self._x.screen().root
+        self._grabber = mss.mss(display=self.name)
+        self._monitor = {"left": 0, "top": 0, "width": geometry.width, "height": geometry.height}
+        if window_manager:
+            self._start_window_manager(window_manager)
+
+    # -- lifecycle -----------------------------------------------------------------
+    def _start_xvfb(self) -> int:
+        # -displayfd lets Xvfb pick a free display number itself: no races between
+        # sessions started at the same time.
+        read_fd, write_fd = os.pipe()
+        g = self.geometry
+        proc = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{g.width}x{g.height}x{g.depth}",
+             "-nolisten", "tcp", "-noreset", "+extension", "XTEST"],
+            pass_fds=(write_fd,), stdout=subprocess.DEVNULL,
+            stderr=open(self._workdir / "xvfb.log", "wb"), start_new_session=True)
+        os.close(write_fd)
+        self._procs.append(proc)
+        with os.fdopen(read_fd) as pipe:
+            number = pipe.readline().strip()
+        if not number:
+            self.close()
+            raise RuntimeError(f"Xvfb did not start: {(self._workdir / 'xvfb.log').read_text()[-500:]}")
+        return int(number)
+
+    def _start_window_manager(self, command: str) -> None:
+        proc = subprocess.Popen(
+            [command], env=self.env(), stdout=subprocess.DEVNULL,
+            stderr=open(self._workdir / "wm.log", "wb"), start_new_session=True)
+        self._procs.append(proc)
+        atom = self._x.intern_atom("_NET_SUPPORTING_WM_CHECK")
+        wait_for(lambda: self._root.get_full_property(atom, X.AnyPropertyType) is not None,
+                 timeout=10, what=f"window manager {command} on {self.name}")
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["DISPLAY"] = self.name
+        env.pop("WAYLAND_DISPLAY", None)
+        return env
+
+    def alive(self) -> bool:
+        return all(p.poll() is None for p in self._procs[:1])
+
+    def close(self) -> None:
+        for proc in ([self._vnc] if self._vnc else []) + list(reversed(self._procs)):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        self._procs.clear()
+        self._vnc = None
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+    # -- windows ---------------------------------------------------------------------
+    def window_titles(self) -> list[str]:
+        """Titles of the managed top-level windows (EWMH client list)."""
+        atom = self._x.intern_atom("_NET_CLIENT_LIST")
+        prop = self._root.get_full_property(atom, X.AnyPropertyType)
+        titles = []
+        for wid in (prop.value if prop else []):
+            try:
+                win = self._x.create_resource_object("window", wid)
+                name = win.get_full_property(self._x.intern_atom("_NET_WM_NAME"), 0)
+                title = name.value if name else win.get_wm_name()
+            except XError:
+                continue  # window vanished meanwhile
+            if isinstance(title, bytes):
+                title = title.decode("utf-8", "replace")
+            titles.append(title or "")
+        return titles
+
+    def has_window(self, pattern: str) -> bool:
+        rx = re.compile(pattern)
+        return any(rx.search(t) for t in self.window_titles())
+
+    # -- screenshots ---------------------------------------------------------------
+    def grab(self) -> Frame:
+        shot = self._grabber.grab(self._monitor)
+        bgra = np.frombuffer(shot.raw, dtype=np.uint8).reshape(shot.height, shot.width, 4)
+        return Frame(bgra=bgra, t=time.monotonic())
+
+    def wait_settled(self, quiet: float = 0.25, timeout: float = 10.0, min_changed: int = 40,
+                     interval: float = 0.025, since: Frame | None = None) -> tuple[Frame, bool]:
+        """Grab frames until none changed by more than `min_changed` pixels for `quiet`
+        seconds. Changes below `min_changed` (a blinking caret) do not count.
+        Returns the last frame and whether the screen settled before `timeout`."""
+        start = time.monotonic()
+        last = since or self.grab()
+        last_change = start
+        while True:
+            frame = self.grab()
+            if changed_pixels(frame.raw, last.raw) > min_changed:
+                last_change = frame.t
+                last = frame
+            if frame.t - last_change >= quiet:
+                return frame, True
+            if frame.t - start >= timeout:
+                return frame, False
+            time.sleep(interval)
+
+    # -- input -----------------------------------------------------------------------
+    def _sync(self) -> None:
+        self._x.sync()
+
+    def move(self, x: int, y: int) -> None:
+        xtest.fake_input(self._x, X.MotionNotify, x=int(x), y=int(y))
+        self._sync()
+
+    def press(self, button: str = "left") -> None:
+        xtest.fake_input(self._x, X.ButtonPress, BUTTONS[button])
+        self._sync()
+
+    def release(self, button: str = "left") -> None:
+        xtest.fake_input(self._x, X.ButtonRelease, BUTTONS[button])
+        self._sync()
+
+    def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None:
+        self.move(x, y)
+        for _ in range(count):
+            self.press(button)
+            self.release(button)
+
+    def drag(self, x1: int, y1: int, x2: int, y2: int, steps: int = 10) -> None:
+        """Press at the start, move in small steps (toolkits ignore a single jump), release."""
+        self.move(x1, y1)
+        self.press()
+        for i in range(1, steps + 1):
+            self.move(x1 + (x2 - x1) * i // steps, y1 + (y2 - y1) * i // steps)
+            time.sleep(0.01)  # toolkits coalesce motion events that arrive at once
+        self.release()
+
+    def scroll(self, x: int, y: int, dy: int = 0, dx: int = 0) -> None:
+        self.move(x, y)
+        for button, amount in ((5 if dy > 0 else 4, dy), (7 if dx > 0 else 6, dx)):
+            for _ in range(abs(amount)):
+                xtest.fake_input(self._x, X.ButtonPress, button)
+                xtest.fake_input(self._x, X.ButtonRelease, button)
+        self._sync()
+
+    def pointer(self) -> tuple[int, int]:
+        p = self._root.query_pointer()
+        return p.root_x, p.root_y
+
+    def _keycode(self, keysym: int) -> tuple[int, bool]:
+        """Keycode for a keysym and whether Shift is needed to produce it."""
+        for code, index in self._x.keysym_to_keycodes(keysym):
+            if index in (0, 1):
+                return code, index == 1
+        raise InputError(f"no key produces keysym {keysym:#x} on this keymap")
+
+    @staticmethod
+    def _keysym(name: str) -> int:
+        name = KEY_ALIASES.get(name.lower(), name)
+        keysym = XK.string_to_keysym(name)
+        if keysym == 0 and len(name) == 1:
+            keysym = XK.string_to_keysym(name.lower()) if name.isalpha() else ord(name)
+        if keysym == 0:
+            raise InputError(f"unknown key name {name!r}")
+        return keysym
+
+    def key(self, combo: str) -> None:
+        """Press a key combination such as 'ctrl+shift+t', 'Return', 'alt+F4'."""
+        names = [n for n in combo.replace(" ", "").split("+") if n]
+        if not names:
+            raise InputError(f"empty key combination {combo!r}")
+        codes = [self._keycode(self._keysym(n))[0] for n in names]
+        for code in codes:
+            xtest.fake_input(self._x, X.KeyPress, code)
+        for code in reversed(codes):
+            xtest.fake_input(self._x, X.KeyRelease, code)
+        self._sync()
+
+    def type_text(self, text: str) -> None:
+        shift = self._x.keysym_to_keycode(XK.string_to_keysym("Shift_L"))
+        plan = []
+        for ch in text:
+            name = {"\n": "Return", "\t": "Tab", " ": "space"}.get(ch)
+            keysym = XK.string_to_keysym(name) if name else _char_keysym(ch)
+            plan.append(self._keycode(keysym))  # check every character before typing any
+        for code, needs_shift in plan:
+            if needs_shift:
+                xtest.fake_input(self._x, X.KeyPress, shift)
+            xtest.fake_input(self._x, X.KeyPress, code)
+            xtest.fake_input(self._x, X.KeyRelease, code)
+            if needs_shift:
+                xtest.fake_input(self._x, X.KeyRelease, shift)
+        self._sync()
+
+    # -- live view -----------------------------------------------------------------
+    def start_vnc(self, password: str | None = None) -> tuple[int, str]:
+        """x11vnc on 127.0.0.1 with a password; returns (port, password)."""
+        password = password or secrets.token_urlsafe(8)
+        passwd_file = self._workdir / "vncpasswd"
+        subprocess.run(["x11vnc", "-storepasswd", password, str(passwd_file)],
+                       check=True, capture_output=True)
+        port = free_port()
+        self._vnc = subprocess.Popen(
+            ["x11vnc", "-display", self.name, "-localhost", "-rfbport", str(port),
+             "-rfbauth", str(passwd_file), "-forever", "-shared", "-threads", "-quiet"],
+            stdout=subprocess.DEVNULL, stderr=open(self._workdir / "vnc.log", "wb"),
+            start_new_session=True)
+        return port, password
+
+
+def _char_keysym(ch: str) -> int:
+    keysym = XK.string_to_keysym(ch)
+    if keysym == 0:
+        keysym = ord(ch) if ord(ch) < 0x100 else 0x01000000 | ord(ch)
+    return keysym

@@ -1,0 +1,132 @@
+"""Scenarios as data: `scenarios/<app>/<id>.yaml`.
+
+A scenario is one task on one program: an overview, a start state (the
+program's pristine state plus unscored set-up actions), ordered steps (an
+instruction, the expected action, its target and the transition a correct
+action causes) and optional final state checks on the program itself.
+"""
+from __future__ import annotations
+
+import fnmatch
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from clinigym.apps import ROOT, app_names
+from clinigym.conditions import Condition, Target
+from clinigym.specfile import Spec, SpecError, parse, read_yaml
+
+SCENARIOS = ROOT / "scenarios"
+StepAction = Literal["click", "double_click", "right_click", "drag", "hover", "type"]
+
+
+class MedspotRef(Spec):
+    software: str
+    task: int = Field(ge=0, description="index of the task in the MedSPOT annotation file")
+
+
+class _Acting(Spec):
+    action: StepAction
+    target: Target
+    end_target: Target | None = Field(None, description="drag: where the release must land")
+    text: str | None = Field(None, description="type: the text to type")
+
+    @model_validator(mode="after")
+    def _fields_for_action(self):
+        if self.action == "drag" and self.end_target is None:
+            raise ValueError("a drag step needs end_target")
+        if self.action != "drag" and self.end_target is not None:
+            raise ValueError("end_target is only for drag steps")
+        if self.action == "type" and not self.text:
+            raise ValueError("a type step needs text")
+        return self
+
+
+class SetupStep(Spec):
+    """An unscored action that brings the program to the scenario's start state,
+    or a key press; `until` is waited for afterwards."""
+    action: StepAction | Literal["key"]
+    target: Target | None = None
+    end_target: Target | None = None
+    text: str | None = None
+    keys: str | None = None
+    until: Condition | None = None
+
+    @model_validator(mode="after")
+    def _fields(self):
+        if self.action == "key" and not self.keys:
+            raise ValueError("a key set-up step needs keys")
+        if self.action != "key" and self.target is None:
+            raise ValueError(f"a {self.action} set-up step needs a target")
+        return self
+
+
+class Step(_Acting):
+    instruction: str = Field(min_length=1)
+    transition: list[Condition] = Field(min_length=1, description="all hold after a correct action")
+
+    @field_validator("transition", mode="before")
+    @classmethod
+    def _listify(cls, v):
+        return [v] if isinstance(v, dict) else v
+
+
+class Scenario(Spec):
+    id: str
+    app: str
+    overview: str = Field(min_length=1)
+    medspot: MedspotRef | None = None
+    adaptation: str | None = Field(None, description="how the task differs from MedSPOT's build")
+    setup: list[SetupStep] = []
+    steps: list[Step] = Field(min_length=1)
+    check: list[Condition] = Field([], description="final state checks on the program")
+    path: Path = Field(exclude=True)
+
+    @field_validator("app")
+    @classmethod
+    def _known_app(cls, v):
+        if v not in app_names():
+            raise ValueError(f"unknown program {v!r}; known: {', '.join(app_names())}")
+        return v
+
+    @property
+    def key(self) -> str:
+        return f"{self.app}/{self.id}"
+
+    @property
+    def gym_id(self) -> str:
+        return f"clinigym/{self.app}-{self.id}-v0"
+
+
+@cache
+def load_scenario(path: Path) -> Scenario:
+    path = Path(path).resolve()
+    data = read_yaml(path)
+    data.setdefault("id", path.stem)
+    data["path"] = path
+    scenario = parse(Scenario, data, path)
+    if path.parent.name != scenario.app and path.parent.parent == SCENARIOS:
+        raise SpecError(path, "app", f"is {scenario.app!r} but the file is under scenarios/{path.parent.name}/")
+    return scenario
+
+
+def scenario_paths() -> list[Path]:
+    return sorted(SCENARIOS.glob("*/*.yaml"))
+
+
+def all_scenarios() -> list[Scenario]:
+    return [load_scenario(p) for p in scenario_paths()]
+
+
+def select(pattern: str = "*") -> list[Scenario]:
+    """Scenarios whose key (`app/id`) or path matches the glob; a path to a file works too."""
+    path = Path(pattern)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        return [load_scenario(path)]
+    found = [s for s in all_scenarios() if fnmatch.fnmatch(s.key, pattern)
+             or fnmatch.fnmatch(str(s.path), pattern) or fnmatch.fnmatch(s.app, pattern)]
+    if not found:
+        raise SpecError(pattern, "", "no scenario matches")
+    return found
