@@ -104,7 +104,9 @@ class Scenario(Spec):
 def load_scenario(path: Path) -> Scenario:
     path = Path(path).resolve()
     data = read_yaml(path)
-    data.setdefault("id", path.stem)
+    if data.get("id", path.stem) != path.stem:
+        raise SpecError(path, "id", f"must equal the file name {path.stem!r} (or be left out)")
+    data["id"] = path.stem
     data["path"] = path
     scenario = parse(Scenario, data, path)
     if path.parent.name != scenario.app and path.parent.parent == SCENARIOS:

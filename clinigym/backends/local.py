@@ -207,11 +207,14 @@ class LocalBackend:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
 
-    def close(self) -> None:
+    def close_display(self) -> None:
         self.stop()
         if self.display:
             self.display.close()
             self.display = None
+
+    def close(self) -> None:
+        self.close_display()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     # -- probe (conditions) -------------------------------------------------------------

@@ -1,0 +1,16 @@
+"""The agent protocol: an agent sees an observation (and the step's info) and returns
+an action; it never touches the program. Points are observation pixels."""
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from clinigym.actions import Action
+
+
+@runtime_checkable
+class Agent(Protocol):
+    name: str
+
+    def reset(self, seed: int | None = None) -> None: ...
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Action | dict | str | None: ...

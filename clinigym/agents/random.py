@@ -1,0 +1,23 @@
+"""A uniformly random clicker: the chance baseline."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clinigym.actions import Action
+
+
+class RandomAgent:
+    name = "random"
+
+    def __init__(self, env=None, seed: int | None = None):
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Action:
+        h, w = observation["screenshot"].shape[:2]
+        return Action("click", (float(self.rng.integers(0, w)), float(self.rng.integers(0, h))))

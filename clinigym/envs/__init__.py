@@ -1,0 +1,21 @@
+"""Gymnasium registration: `clinigym/<app>-<scenario>-v0` for every scenario file,
+and `clinigym/Scenario-v0`, which takes `scenario=PATH`."""
+from __future__ import annotations
+
+import gymnasium as gym
+
+GENERIC_ID = "clinigym/Scenario-v0"
+ENTRY = "clinigym.envs.live:LiveEnv"
+
+
+def register_envs() -> None:
+    from clinigym.scenarios import scenario_paths
+
+    # Live programs cannot promise bit-identical steps (info carries wall-clock timings).
+    if GENERIC_ID not in gym.registry:
+        gym.register(GENERIC_ID, entry_point=ENTRY, nondeterministic=True)
+    for path in scenario_paths():
+        env_id = f"clinigym/{path.parent.name}-{path.stem}-v0"
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=ENTRY, kwargs={"scenario": str(path)},
+                         nondeterministic=True)
