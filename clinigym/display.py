@@ -81,7 +81,7 @@ class DisplaySession:
         self.name = f":{self.number}"
         self._x = xdisplay.Display(self.name)
         self._root = self._x.screen().root
-        self._grabber = mss.mss(display=self.name)
+        self._grabber = mss.MSS(display=self.name)
         self._monitor = {"left": 0, "top": 0, "width": geometry.width, "height": geometry.height}
         if window_manager:
             self._start_window_manager(window_manager)
@@ -120,6 +120,9 @@ class DisplaySession:
         env["DISPLAY"] = self.name
         env.pop("WAYLAND_DISPLAY", None)
         return env
+
+    def process_groups(self) -> set[int]:
+        return {p.pid for p in self._procs if p.poll() is None}
 
     def alive(self) -> bool:
         return all(p.poll() is None for p in self._procs[:1])

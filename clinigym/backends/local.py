@@ -191,6 +191,11 @@ class LocalBackend:
             proc.wait()
         self.procs.clear()
 
+    def process_groups(self) -> set[int]:
+        """Process groups of the program and its display (each was started as a session leader)."""
+        groups = {p.pid for p in self.procs.values() if p.poll() is None}
+        return groups | (self.display.process_groups() if self.display else set())
+
     def dead(self) -> str | None:
         """Why the program is not running, or None when it is."""
         if self.display is None or not self.display.alive():

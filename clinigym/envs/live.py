@@ -369,6 +369,10 @@ class LiveEnv(gym.Env):
             d.key(keys)
 
     # -- oracle -----------------------------------------------------------------------
+    def current_target(self) -> Box | None:
+        """The live target box of the current step, in observation pixels (privileged)."""
+        return None if self._done else self._targets[0]
+
     def oracle_action(self) -> act.Action | None:
         """The ground-truth action for the current step: the centre of its live target."""
         if self._done or self._step_index >= len(self.scenario.steps):

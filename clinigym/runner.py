@@ -1,0 +1,69 @@
+"""Running agents over scenarios: one live program per app, shared by its scenarios;
+every episode recorded; the run scored into `summary.json`."""
+from __future__ import annotations
+
+import json
+import traceback
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from clinigym.agents import make_agent
+from clinigym.apps import load_app
+from clinigym.backends.local import LocalBackend
+from clinigym.envs.live import LiveEnv
+from clinigym.scenarios import Scenario
+from clinigym.scoring import score_dirs
+
+
+@dataclass
+class RunResult:
+    summary: dict
+    errors: list[dict] = field(default_factory=list)
+
+
+def run_episode(env: LiveEnv, agent, seed: int | None) -> dict:
+    obs, info = env.reset(seed=seed)
+    agent.reset(seed)
+    while True:
+        action = agent.act(obs, info)
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return info
+
+
+def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1,
+        seed: int = 0, recovery: bool = False, progress: bool = True) -> RunResult:
+    out = Path(out)
+    episodes_dir = out / "episodes"
+    episodes_dir.mkdir(parents=True, exist_ok=True)
+    by_app: dict[str, list[Scenario]] = defaultdict(list)
+    for s in scenarios:
+        by_app[s.app].append(s)
+    errors = []
+    bar = tqdm(total=len(scenarios) * episodes, desc=f"{agent_name}", unit="ep", disable=not progress)
+    for app_name, app_scenarios in by_app.items():
+        backend = LocalBackend(load_app(app_name))
+        try:
+            for scenario in app_scenarios:
+                env = LiveEnv(scenario, backend=backend, record_dir=episodes_dir,
+                              recovery=recovery, agent_name=agent_name)
+                agent = make_agent(agent_name, env, seed)
+                for ep in range(episodes):
+                    bar.set_postfix_str(scenario.key)
+                    try:
+                        run_episode(env, agent, seed + ep)
+                    except Exception as exc:  # noqa: BLE001 - one broken scenario must not stop the run
+                        errors.append({"scenario": scenario.key, "episode": ep, "error": str(exc),
+                                       "traceback": traceback.format_exc(limit=4)})
+                    bar.update(1)
+                env.close()
+        finally:
+            backend.close()
+    bar.close()
+    summary, _ = score_dirs([episodes_dir])
+    summary.update(agent=agent_name, episodes=episodes, seed=seed, recovery=recovery, errors=errors)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return RunResult(summary, errors)
