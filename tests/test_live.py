@@ -133,3 +133,16 @@ def test_observation_scaling_contract(backends):
     obs, reward, *_ , info = env.step(OracleAgent(env).act(obs, info))
     assert reward == 1.0
     env.close()
+
+
+CHECKED = [s for s in SCENARIOS if s.check]
+
+
+@pytest.mark.parametrize("scenario", CHECKED, ids=[s.key for s in CHECKED])
+def test_state_check_fails_on_untouched_start(scenario, backends):
+    """A state check that already holds at the start could not tell a done task from an undone one."""
+    from clinigym.conditions import holds
+    env = LiveEnv(scenario, backend=backends(scenario.app))
+    env.reset(seed=0)
+    assert not all(holds(c, env.backend) for c in scenario.check)
+    env.close()
