@@ -53,7 +53,8 @@ def phantom(size: int, index: int, slices: int, modality: str) -> np.ndarray:
     yy, xx = np.mgrid[-1:1:complex(0, size), -1:1:complex(0, size)]
     z = (index + 0.5) / slices * 2 - 1
     shrink = np.sqrt(max(0.05, 1 - z * z))
-    body, inner, lesion = (900, 300, 600) if modality == "CT" else (400, 200, 900)
+    # CT values are stored with intercept -1024: soft tissue 40 HU, lungs -724 HU, bone 300 HU.
+    body, inner, lesion = (1064, 300, 1324) if modality == "CT" else (400, 200, 900)
     img = np.zeros((size, size), dtype=np.float64)
     img[(xx / (0.75 * shrink)) ** 2 + (yy / (0.9 * shrink)) ** 2 <= 1] = body
     img[((xx + 0.25) / 0.18) ** 2 + (yy / (0.4 * shrink)) ** 2 <= 1] = inner

@@ -79,6 +79,8 @@ class Scenario(Spec):
     overview: str = Field(min_length=1)
     medspot: MedspotRef | None = None
     adaptation: str | None = Field(None, description="how the task differs from MedSPOT's build")
+    args: list[str] = Field([], description="extra arguments for the program's main process "
+                                             "(its own way to open files at start); globs expand")
     setup: list[SetupStep] = []
     steps: list[Step] = Field(min_length=1)
     check: list[Condition] = Field([], description="final state checks on the program")

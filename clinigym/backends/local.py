@@ -110,17 +110,23 @@ class LocalBackend:
         env.update({k: self.render(v) for k, v in extra.items()})
         return env
 
-    def _command(self, proc: Process) -> list[str]:
+    def _command(self, proc: Process, extra: list[str]) -> list[str]:
         if proc.browser:
             port = self.ports.get(self.app.dom_port) if self.app.dom_port else None
             return chromium_command(self.render(proc.browser), str(self.state / "chromium-profile"),
                                     self.geometry.width, self.geometry.height, port)
-        return [self.render(a) for a in proc.command]
+        args = []
+        for arg in [*proc.command, *extra]:
+            arg = self.render(arg)
+            # No shell runs the command, so patterns are expanded here (sorted, deterministic).
+            matches = sorted(glob.glob(arg)) if glob.has_magic(arg) else []
+            args += matches or [arg]
+        return args
 
-    def _launch(self, proc: Process) -> None:
+    def _launch(self, proc: Process, extra: list[str] = ()) -> None:
         log = open(self.logs / f"{proc.name}.log", "ab")
         self.procs[proc.name] = subprocess.Popen(
-            self._command(proc), cwd=self.render(proc.cwd), env=self._env(proc.env),
+            self._command(proc, list(extra)), cwd=self.render(proc.cwd), env=self._env(proc.env),
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         self._wait_ready(proc)
@@ -158,8 +164,9 @@ class LocalBackend:
         path = self.logs / f"{name}.log"
         return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
-    def reset(self) -> Frame:
-        """Bring the program to its pristine state; returns the settled first frame."""
+    def reset(self, args: list[str] = ()) -> Frame:
+        """Bring the program to its pristine state; returns the settled first frame.
+        `args` are appended to the main (last) process's command line."""
         self.stop()
         display = self._ensure_display()
         if not self.pristine.exists():
@@ -169,7 +176,7 @@ class LocalBackend:
         # Park the pointer where it hovers nothing, so hover effects cannot differ between resets.
         display.move(self.geometry.width - 1, self.geometry.height - 1)
         for proc in self.app.processes:
-            self._launch(proc)
+            self._launch(proc, args if proc is self.app.processes[-1] else ())
         frame, _ = self.settle()
         return frame
 

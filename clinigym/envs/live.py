@@ -177,7 +177,7 @@ class LiveEnv(gym.Env):
         return obs, info
 
     def _reset_program(self) -> Frame:
-        frame = self.backend.reset()
+        frame = self.backend.reset(self.scenario.args)
         for i, setup in enumerate(self.scenario.setup):
             frame = self._run_setup(i, setup, frame)
         return frame
