@@ -1,0 +1,53 @@
+"""The `clinigym` command on the real programs."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+KEYS = {"tca", "s1a", "shr", "shr_attempted", "wps", "wps_norm", "n_tasks", "failures", "per_app"}
+
+
+def clinigym(*args, check=True):
+    done = subprocess.run([sys.executable, "-m", "clinigym.cli", *args], capture_output=True, text=True,
+                          timeout=600)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.parametrize("sub", ["apps", "scenarios", "run", "score", "bench"])
+def test_help_everywhere(sub):
+    assert "usage: clinigym" in clinigym(sub, "--help").stdout
+
+
+def test_apps_lists_runnable_programs():
+    rows = {r["name"]: r for r in json.loads(clinigym("apps", "--json").stdout)}
+    assert {"orthanc", "dicomscope", "aeskulap"} <= set(rows)
+    assert all(r["runnable"] for r in rows.values())
+
+
+@pytest.mark.live
+def test_run_then_score(tmp_path):
+    out = tmp_path / "run"
+    done = clinigym("run", "--scenario", "orthanc/open-patient-study", "--agent", "oracle",
+                    "--out", str(out), "--no-progress")
+    assert "orthanc" in done.stdout and "100.0%" in done.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert KEYS <= set(summary)
+    assert summary["tca"] == 1.0 and summary["n_tasks"] == 1 and summary["errors"] == []
+    scored = json.loads(clinigym("score", str(out), "--json").stdout)
+    assert scored["tca"] == 1.0 and scored["per_app"]["orthanc"]["n_tasks"] == 1
+
+
+def test_score_of_empty_folder_fails(tmp_path):
+    done = clinigym("score", str(tmp_path), check=False)
+    assert done.returncode == 1 and "no recorded episodes" in done.stderr
+
+
+def test_malformed_scenario_clear_error(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("app: orthanc\noverview: x\nsteps:\n  - instruction: y\n    action: click\n")
+    done = clinigym("scenarios", str(bad), check=False)
+    assert done.returncode == 2
+    assert f"{bad}: steps[0].target: Field required" in done.stderr
