@@ -67,10 +67,12 @@ def bench_app(name: str, repeats: int) -> dict:
     try:
         resets, grabs = [], []
         phases: dict[str, list[float]] = {"inject": [], "settle": [], "capture": [], "total": []}
-        for i in range(repeats):
+        for _ in range(repeats):
             t = time.monotonic()
-            obs, info = env.reset(seed=i)
+            backend.reset()          # kill, restore pristine state, relaunch, ready, settled
             resets.append(time.monotonic() - t)
+        for i in range(repeats):
+            obs, info = env.reset(seed=i)
             done = False
             while not done:
                 obs, _, term, trunc, info = env.step(oracle.act(obs, info))

@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="measure screenshot, step and reset latency, memory")
     p.add_argument("--apps", nargs="*", help="programs (default: all)")
-    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--repeats", type=int, default=10, help="resets and oracle episodes per program")
     p.add_argument("--out", help="also write the numbers as JSON here")
     p.set_defaults(func=cmd_bench)
     return parser
