@@ -46,7 +46,8 @@ class HttpCheck(Spec):
     not_contains: str | None = None
 
 
-_KINDS = ("window", "no_window", "dom_visible", "dom_hidden", "changed", "http", "file_exists")
+_KINDS = ("window", "no_window", "dom_visible", "dom_hidden", "changed", "http", "file_exists",
+          "no_file")
 
 
 class Condition(Spec):
@@ -58,6 +59,7 @@ class Condition(Spec):
     changed: Target | None = Field(None, description="this region differs from before the action")
     http: HttpCheck | None = None
     file_exists: str | None = Field(None, description="glob, relative to the program's state folder")
+    no_file: str | None = Field(None, description="glob that matches nothing in the state folder")
 
     @model_validator(mode="after")
     def _one(self):
@@ -121,4 +123,6 @@ def holds(cond: Condition, probe: Probe, before: Frame | None = None, after: Fra
         if check.contains is not None and check.contains not in resp.text:
             return False
         return check.not_contains is None or check.not_contains not in resp.text
+    if kind == "no_file":
+        return not probe.state_glob(cond.no_file)
     return bool(probe.state_glob(cond.file_exists))

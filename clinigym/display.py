@@ -204,9 +204,14 @@ class DisplaySession:
         self._sync()
 
     def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None:
+        """Clicks paced like a person's (Java's tree, for one, ignores a double click
+        whose four events arrive at the same instant)."""
         self.move(x, y)
-        for _ in range(count):
+        for i in range(count):
+            if i:
+                time.sleep(0.06)
             self.press(button)
+            time.sleep(0.02)
             self.release(button)
 
     def drag(self, x1: int, y1: int, x2: int, y2: int, steps: int = 10) -> None:

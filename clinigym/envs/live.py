@@ -191,8 +191,9 @@ class LiveEnv(gym.Env):
             end = self.backend.resolve(setup.end_target) if setup.end_target else None
             self._inject_screen(setup.action, box.center, end.center if end else None, setup.text)
         if setup.until:
-            wait_for(lambda: holds(setup.until, self.backend), self.app.settle.timeout,
-                     f"set-up step {i + 1}: {setup.until.describe()}")
+            wait_for(lambda: holds(setup.until, self.backend, frame, self.backend.display.grab(),
+                                   self.app.settle.min_changed),
+                     self.app.settle.timeout, f"set-up step {i + 1}: {setup.until.describe()}")
         return self.backend.settle(since=frame)[0]
 
     # -- step -------------------------------------------------------------------------
