@@ -15,8 +15,8 @@ TOOLBAR_BAND = 0.12
 
 FAILURE_TYPES = ("no_prediction", "small_target", "near_miss", "edge_bias",
                  "toolbar_confusion", "far_miss")
-# Live-only outcomes: not the agent's grounding failure types (PROTOCOL.md).
-LIVE_OUTCOMES = ("wrong_action_type", "no_transition", "app_crashed", "timeout")
+# Live-only outcomes (wrong_action_type, no_transition, app_crashed, timeout) are not
+# grounding failures of the agent: scoring counts them apart (PROTOCOL.md).
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from clinigym.judge import FAILURE_TYPES, LIVE_OUTCOMES
+from clinigym.judge import FAILURE_TYPES
 from clinigym.recording import Episode, episode_folders, read_episode
 
 DECAY = 0.8

@@ -25,7 +25,7 @@ from clinigym import actions as act
 from clinigym import judge
 from clinigym.apps import load_app
 from clinigym.backends.local import LocalBackend
-from clinigym.conditions import Condition, holds
+from clinigym.conditions import holds
 from clinigym.display import Frame, Geometry, InputError
 from clinigym.judge import Box
 from clinigym.recording import EpisodeRecorder
