@@ -7,7 +7,6 @@ to screen pixels by the scale between the two sizes (1 unless an
 """
 from __future__ import annotations
 
-import string
 import subprocess
 import time
 from dataclasses import dataclass
@@ -17,7 +16,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 from PIL import Image
 
 import clinigym
@@ -27,13 +25,11 @@ from clinigym.apps import load_app
 from clinigym.backends.local import LocalBackend
 from clinigym.conditions import holds
 from clinigym.display import Frame, Geometry, InputError
+from clinigym.envs import spaces
 from clinigym.judge import Box
 from clinigym.recording import EpisodeRecorder
 from clinigym.scenarios import Scenario, SetupStep, load_scenario
 from clinigym.waiting import Abort, WaitTimeout, poll, wait_for
-
-TEXT_CHARSET = string.printable
-MAX_TEXT = 1000
 
 
 @dataclass(frozen=True)
@@ -57,9 +53,7 @@ class Coordinates:
         return Box(box.x1 / sx, box.y1 / sy, box.x2 / sx, box.y2 / sy)
 
     def info(self) -> dict:
-        return {"space": "observation_pixels", "origin": "top_left",
-                "observation_size": [self.obs_w, self.obs_h],
-                "screen_size": [self.screen_w, self.screen_h], "scale": list(self.scale)}
+        return spaces.coordinates_info(self.obs_w, self.obs_h, self.screen_w, self.screen_h)
 
 
 @cache
@@ -92,21 +86,9 @@ class LiveEnv(gym.Env):
         self.render_mode = render_mode
         self.record_dir = Path(record_dir) if record_dir else None
         self.agent_name = agent_name
-        n = len(self.scenario.steps)
-        point = spaces.Box(low=0, high=np.array([ow - 1, oh - 1]), shape=(2,), dtype=np.int64)
-        self.observation_space = spaces.Dict({
-            "screenshot": spaces.Box(0, 255, (oh, ow, 3), np.uint8),
-            "instruction": spaces.Text(max_length=MAX_TEXT, charset=TEXT_CHARSET),
-            "step": spaces.Discrete(n + 1),
-        })
-        self.action_space = spaces.Dict({
-            "type": spaces.Discrete(len(act.ACTION_TYPES)),
-            "point": point,
-            "end_point": point,
-            "text": spaces.Text(max_length=64, charset=TEXT_CHARSET),
-            "keys": spaces.Text(max_length=32, charset=string.ascii_letters + "+"),
-            "scroll": spaces.Box(-5, 5, (2,), np.int64),
-        })
+        self.observation_space = spaces.observation_space(ow, oh, len(self.scenario.steps),
+                                                         [st.instruction for st in self.scenario.steps])
+        self.action_space = spaces.action_space(ow, oh)
         self._frame: Frame | None = None
         self._obs_rgb: np.ndarray | None = None
         self._step_index = 0

@@ -1,0 +1,108 @@
+"""The static keyframe environment on MedSPOT's own annotation files, with synthetic
+placeholder keyframes (the real screenshots are not distributed)."""
+from pathlib import Path
+
+import pytest
+from gymnasium.utils.env_checker import check_env
+from PIL import Image
+
+from clinigym.envs.static import StaticEnv
+from clinigym.judge import SMALL_AREA
+from clinigym.medspot import read_dataset, write_dataset
+from clinigym.scoring import score_dirs
+
+ANNOTATIONS = Path(__file__).resolve().parents[2] / "shared" / "medspot" / "annotations"
+SIZE = (320, 180)   # keyframe and observation size for speed; boxes are in percent
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """MedSPOT's annotation files plus one placeholder keyframe per image path."""
+    folder = tmp_path_factory.mktemp("medspot")
+    tasks = read_dataset(ANNOTATIONS)
+    write_dataset(tasks, folder)
+    for t in tasks:
+        for s in t.steps:
+            path = folder / s.image_path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shade = (hash(s.image_path) % 200) + 20
+            Image.new("RGB", SIZE, (shade, 255 - shade, 128)).save(path)
+    return folder
+
+
+def run(env, policy, episodes):
+    for _ in range(episodes):
+        obs, info = env.reset()
+        done = False
+        while not done:
+            obs, _, term, trunc, info = env.step(policy(env, obs))
+            done = term or trunc
+
+
+def test_oracle_completes_every_scorable_task(dataset, tmp_path):
+    env = StaticEnv(dataset, observation_size=SIZE, record_dir=tmp_path, agent_name="oracle")
+    assert len(env.tasks) == 216 and env.skipped_tasks == []
+    run(env, lambda e, obs: e.oracle_action(), len(env.tasks))
+    summary, results = score_dirs([tmp_path])
+    assert summary["n_tasks"] == 216 and summary["tca"] == 1.0 and summary["shr"] == 1.0
+    assert sum(r.n_steps for r in results) == 607 - 4     # the 4 steps without actions are skipped
+
+
+def test_scripted_agent_metrics_equal_hand_computed(dataset, tmp_path):
+    """Right on the first step, then a click at (0, 0): c_t = 1 for multi-step tasks."""
+    env = StaticEnv(dataset, software="DICOMscope", observation_size=SIZE, record_dir=tmp_path)
+
+    def policy(e, obs):
+        return e.oracle_action() if obs["step"] == 0 else "click(0, 0)"
+    run(env, policy, len(env.tasks))
+    summary, results = score_dirs([tmp_path])
+    n = [len([s for s in t.steps if s.scorable]) for t in env.tasks]
+    c = [min(1, k) for k in n]
+    t = len(n)
+    assert summary["tca"] == pytest.approx(sum(k == 1 for k in n) / t)
+    assert summary["s1a"] == pytest.approx(1.0)
+    assert summary["shr"] == pytest.approx(sum(c) / sum(n))
+    assert summary["shr_attempted"] == pytest.approx(sum(c) / sum(min(ci + 1, ni) for ci, ni in zip(c, n)))
+    assert summary["wps"] == pytest.approx(1.0)
+    norm = [1 / sum(0.8 ** i for i in range(k)) for k in n]
+    assert summary["wps_norm"] == pytest.approx(sum(norm) / t)
+    # (0, 0) is in the edge band; small targets take precedence (rule order).
+    small = 0
+    for task in env.tasks:
+        steps = [s for s in task.steps if s.scorable]
+        if len(steps) > 1:
+            b = steps[1].actions[0].box(*SIZE)
+            small += b.area / (SIZE[0] * SIZE[1]) < SMALL_AREA
+    failed = sum(k > 1 for k in n)
+    assert summary["failures"] == {k: v for k, v in
+                                   {"small_target": small, "edge_bias": failed - small}.items() if v}
+
+
+def test_same_interface_and_check_env(dataset):
+    env = StaticEnv(dataset, software="Orthanc", observation_size=SIZE)
+    obs, info = env.reset(options={"task": 8})
+    assert obs["screenshot"].shape == (SIZE[1], SIZE[0], 3)
+    assert obs["instruction"] == "Click on the Anonymize button."
+    assert info["coordinates"]["space"] == "observation_pixels"
+    obs, reward, term, trunc, info = env.step({"type": "click", "x": SIZE[0] + 1, "y": 0})
+    assert term and reward == 0 and info["failure"] == "no_prediction" and "outside" in info["invalid_action"]
+    check_env(StaticEnv(dataset, software="Orthanc", observation_size=SIZE))
+
+
+def test_missing_keyframe_is_a_clear_error(dataset, tmp_path):
+    write_dataset([t for t in read_dataset(dataset) if t.software == "Orthanc"], tmp_path)
+    env = StaticEnv(tmp_path, observation_size=SIZE)
+    with pytest.raises(Exception, match="keyframe Images/.* not found"):
+        env.reset()
+
+
+def test_round_trip_of_the_published_files(tmp_path):
+    import json
+    tasks = read_dataset(ANNOTATIONS)
+    write_dataset(tasks, tmp_path)
+    assert read_dataset(tmp_path) == tasks
+    for f in ANNOTATIONS.glob("*.json"):
+        assert json.loads(f.read_text()) == json.loads((tmp_path / f.name).read_text())
+    quirks = [s for t in tasks for s in t.steps if isinstance(s.instruction, dict)]
+    assert len(quirks) == 1 and quirks[0].text.startswith("Select the DICOM file")
+    assert sum(len(t.steps) for t in tasks) == 607 and len(tasks) == 216
