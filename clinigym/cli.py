@@ -65,11 +65,15 @@ def cmd_scenarios(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from clinigym.runner import run
+    from clinigym.runner import run, run_static
     from clinigym.scenarios import select
     from clinigym.scoring import format_table
-    result = run(select(args.scenario), args.agent, Path(args.out), args.episodes, args.seed,
-                 args.recovery, progress=not args.no_progress)
+    if args.dataset:
+        result = run_static(Path(args.dataset), args.agent, Path(args.out), args.software, args.seed,
+                            args.single_step, args.delta, progress=not args.no_progress)
+    else:
+        result = run(select(args.scenario), args.agent, Path(args.out), args.episodes, args.seed,
+                     args.recovery, progress=not args.no_progress)
     if args.json:
         print(json.dumps(result.summary, indent=2))
     else:
@@ -80,14 +84,38 @@ def cmd_run(args) -> int:
 
 
 def cmd_score(args) -> int:
-    from clinigym.scoring import format_table, score_dirs
-    summary, results = score_dirs([Path(d) for d in args.dirs])
+    from clinigym.scoring import format_table, score_dirs, summarize
+    if args.predictions:
+        from clinigym.medspot import read_dataset
+        from clinigym.predictions import read_predictions, score_predictions
+        if not args.dataset:
+            print("error: --predictions needs --dataset", file=sys.stderr)
+            return 2
+        results = score_predictions(read_dataset(Path(args.dataset)), read_predictions(Path(args.predictions)),
+                                    args.delta, args.top_k)
+        summary = summarize(results) | {"delta": args.delta, "top_k": args.top_k}
+    else:
+        summary, results = score_dirs([Path(d) for d in args.dirs])
     if not results:
         print(f"no recorded episodes under {' '.join(args.dirs)}", file=sys.stderr)
         return 1
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2) if args.json else format_table(summary))
+    return 0
+
+
+def cmd_export(args) -> int:
+    from clinigym.export import to_medspot, to_parquet
+    runs = [Path(d) for d in args.runs]
+    if not (args.medspot or args.parquet):
+        print("error: give --medspot DIR and/or --parquet FILE", file=sys.stderr)
+        return 2
+    if args.medspot:
+        tasks = to_medspot(runs, Path(args.medspot), complete_only=not args.all)
+        print(f"{args.medspot}: {len(tasks)} tasks, {sum(len(t.steps) for t in tasks)} steps")
+    if args.parquet:
+        print(f"{to_parquet(runs, Path(args.parquet), complete_only=not args.all)}")
     return 0
 
 
@@ -112,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run an agent on live scenarios, record and score")
     p.add_argument("--scenario", default="*", help="glob on app/id, an app name or a scenario file")
+    p.add_argument("--dataset", help="static mode: a MedSPOT-format dataset instead of live scenarios")
+    p.add_argument("--software", help="static mode: only this software's tasks")
+    p.add_argument("--single-step", action="store_true",
+                   help="static mode: judge every step alone too (MedSPOT's ablation)")
+    p.add_argument("--delta", type=float, default=0.0, help="static mode: hit tolerance in pixels")
     p.add_argument("--agent", default="oracle", help="oracle or random")
     p.add_argument("--out", required=True, help="run folder (episodes/ and summary.json)")
     p.add_argument("--episodes", type=int, default=1, help="episodes per scenario")
@@ -121,11 +154,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("score", help="score recorded episodes (run folders or episode folders)")
-    p.add_argument("dirs", nargs="+")
+    p = sub.add_parser("score", help="score recorded episodes, or a predictions file against a dataset")
+    p.add_argument("dirs", nargs="*", help="run folders or episode folders")
+    p.add_argument("--predictions", help="JSONL predictions file (see clinigym/predictions.py)")
+    p.add_argument("--dataset", help="with --predictions: the MedSPOT-format dataset")
+    p.add_argument("--delta", type=float, default=0.0, help="with --predictions: tolerance in pixels")
+    p.add_argument("--top-k", type=int, default=1, help="with --predictions: a hit among the first K points")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", help="also write the summary JSON here")
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("export", help="recorded episodes as a MedSPOT-format dataset and/or parquet")
+    p.add_argument("runs", nargs="+", help="run folders or episode folders")
+    p.add_argument("--medspot", help="output folder: annotation JSON per program plus keyframes")
+    p.add_argument("--parquet", help="output file: Hugging Face datasets parquet, one row per step")
+    p.add_argument("--all", action="store_true", help="also episodes that did not complete")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("bench", help="measure screenshot, step and reset latency, memory")
     p.add_argument("--apps", nargs="*", help="programs (default: all)")

@@ -14,6 +14,7 @@ from clinigym.agents import make_agent
 from clinigym.apps import load_app
 from clinigym.backends.local import LocalBackend
 from clinigym.envs.live import LiveEnv
+from clinigym.envs.static import StaticEnv
 from clinigym.scenarios import Scenario
 from clinigym.scoring import score_dirs
 
@@ -63,7 +64,34 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
         finally:
             backend.close()
     bar.close()
-    summary, _ = score_dirs([episodes_dir])
-    summary.update(agent=agent_name, episodes=episodes, seed=seed, recovery=recovery, errors=errors)
+    return _finish(out, errors, agent=agent_name, episodes=episodes, seed=seed, recovery=recovery)
+
+
+def run_static(dataset: Path, agent_name: str, out: Path, software: str | None = None, seed: int = 0,
+               single_step: bool = False, delta: float = 0.0, progress: bool = True) -> RunResult:
+    """The same agents on a MedSPOT-format dataset's keyframes, one episode per task."""
+    out = Path(out)
+    env = StaticEnv(dataset, software=software, record_dir=out / "episodes", single_step=single_step,
+                    delta=delta, agent_name=agent_name)
+    agent = make_agent(agent_name, env, seed)
+    errors = []
+    for task in tqdm(env.tasks, desc=f"{agent_name} (static)", unit="task", disable=not progress):
+        try:
+            obs, info = env.reset(options={"task": task.key})
+            agent.reset(seed)
+            while True:
+                obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+                if terminated or truncated:
+                    break
+        except Exception as exc:  # noqa: BLE001 - one broken task must not stop the run
+            errors.append({"scenario": task.key, "episode": 0, "error": str(exc)})
+    env.close()
+    return _finish(out, errors, agent=agent_name, dataset=str(dataset), single_step=single_step,
+                   delta=delta, skipped_tasks=env.skipped_tasks)
+
+
+def _finish(out: Path, errors: list[dict], **fields) -> RunResult:
+    summary, _ = score_dirs([out / "episodes"])
+    summary.update(fields, errors=errors)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return RunResult(summary, errors)

@@ -56,3 +56,37 @@ def test_recovery_beside_strict():
     m = metrics([TaskResult("a", "t", 2, 0, "far_miss", recovered=True),
                  TaskResult("a", "u", 2, 2, None, recovered=True)])
     assert m["tca"] == 0.5 and m["tca_recovery"] == 1.0
+
+
+def test_bootstrap_intervals():
+    from clinigym.scoring import confidence_intervals
+    done = [TaskResult("a", f"t{i}", 2, 2) for i in range(5)]
+    assert confidence_intervals(done)["tca"] == [1.0, 1.0]
+    # two tasks, one complete: resampled TCA is 0, 0.5 or 1 with probabilities 1/4, 1/2, 1/4
+    pair = [TaskResult("a", "x", 2, 2), TaskResult("a", "y", 2, 0, "far_miss")]
+    ci = confidence_intervals(pair)
+    assert ci["tca"] == [0.0, 1.0] and ci["shr"] == [0.0, 1.0]
+    assert confidence_intervals(tasks()) == confidence_intervals(tasks())     # seed 42
+    lo, hi = confidence_intervals(tasks())["shr"]
+    assert lo <= 0.6 <= hi
+
+
+def test_categories_from_overview():
+    from clinigym.scoring import categorize
+    assert categorize("Delete the selected study from the browser menu") == "data management"
+    assert categorize("Anonymize study.") == "data management"
+    assert categorize("Invert the color of the DICOM") == "image adjustment"
+    assert categorize("Painting the DICOM using rectangle tool") == "annotation and measurement"
+    assert categorize("Enable linear interpolation.") == "configuration"
+    assert categorize("Set four-image layout.") == "viewing and navigation"
+    assert categorize("Change the presets for the current window") == "image adjustment"
+    assert categorize("Something else entirely") == "other"
+    s = summarize([TaskResult("a", "t", 2, 2, category="data management"),
+                   TaskResult("a", "u", 2, 0, "far_miss", category="other")])
+    assert s["per_category"]["data management"]["tca"] == 1.0 and s["per_category"]["other"]["tca"] == 0.0
+
+
+def test_single_step_beside_sequential():
+    # Step 1 wrong, step 2 right: sequential SHR 0, single-step accuracy 1/2.
+    m = metrics([TaskResult("a", "t", 2, 0, "far_miss", steps_correct=(False, True))])
+    assert m["shr"] == 0.0 and m["single_step_accuracy"] == 0.5

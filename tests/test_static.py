@@ -106,3 +106,14 @@ def test_round_trip_of_the_published_files(tmp_path):
     quirks = [s for t in tasks for s in t.steps if isinstance(s.instruction, dict)]
     assert len(quirks) == 1 and quirks[0].text.startswith("Select the DICOM file")
     assert sum(len(t.steps) for t in tasks) == 607 and len(tasks) == 216
+
+
+def test_single_step_mode_scores_every_step(dataset, tmp_path):
+    """Wrong on step 1, right after: strict TCA 0, single-step accuracy (n-1)/n per task."""
+    env = StaticEnv(dataset, software="Orthanc", observation_size=SIZE, record_dir=tmp_path, single_step=True)
+    run(env, lambda e, obs: "click(0, 0)" if obs["step"] == 0 else e.oracle_action(), len(env.tasks))
+    summary, results = score_dirs([tmp_path])
+    n = [len([s for s in t.steps if s.scorable]) for t in env.tasks]
+    assert summary["tca"] == 0 and summary["shr"] == 0
+    assert summary["single_step_accuracy"] == pytest.approx((sum(n) - len(n)) / sum(n))
+    assert all(r.steps_correct == (False,) + (True,) * (r.n_steps - 1) for r in results)

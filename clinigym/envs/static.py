@@ -31,7 +31,7 @@ class StaticEnv(gym.Env):
     def __init__(self, dataset: str | Path, software: str | None = None, tasks: list[int] | None = None,
                  observation_size: tuple[int, int] = (1920, 1080), delta: float = 0.0,
                  record_dir: str | Path | None = None, recovery: bool = False,
-                 render_mode: str | None = None, agent_name: str = "unknown"):
+                 single_step: bool = False, render_mode: str | None = None, agent_name: str = "unknown"):
         self.dataset = Path(dataset)
         all_tasks = [t for t in read_dataset(self.dataset) if software in (None, t.software)]
         if tasks is not None:
@@ -42,7 +42,11 @@ class StaticEnv(gym.Env):
             raise DatasetError(f"{self.dataset}: no task with a scorable step matches")
         self.obs_w, self.obs_h = observation_size
         self.delta = delta
+        if recovery and single_step:
+            raise ValueError("recovery and single_step are different protocols: choose one")
         self.recovery = recovery
+        # MedSPOT's ablation: every step is shown and judged whatever happened before it.
+        self.single_step = single_step
         self.render_mode = render_mode
         self.record_dir = Path(record_dir) if record_dir else None
         self.agent_name = agent_name
@@ -58,7 +62,7 @@ class StaticEnv(gym.Env):
         self._obs_rgb: np.ndarray | None = None
         self._recorder: EpisodeRecorder | None = None
         self._episodes = 0
-        self._actions = 0
+        self._actions = self._hits = 0
 
     # -- helpers ----------------------------------------------------------------------
     def _keyframe(self, step: MedspotStep) -> tuple[np.ndarray, tuple[int, int]]:
@@ -116,7 +120,7 @@ class StaticEnv(gym.Env):
         self.task = self.tasks[self._next_task % len(self.tasks)]
         self._next_task += 1
         self._steps = [s for s in self.task.steps if s.scorable]
-        self._i, self._actions, self._done = 0, 0, False
+        self._i, self._actions, self._hits, self._done = 0, 0, 0, False
         obs = self._observe()
         info = self._info()
         self._start_recording(seed)
@@ -151,9 +155,10 @@ class StaticEnv(gym.Env):
                   "transition_expected": [], "transition_seen": None, "final_check": None,
                   "medspot_step_id": step.step_id}
         self._actions += 1
-        if hit:
+        self._hits += hit
+        if hit or self.single_step:
             self._i += 1
-        terminated = self._i == len(self._steps) or (not hit and not self.recovery)
+        terminated = self._i == len(self._steps) or (not hit and not self.recovery and not self.single_step)
         truncated = not terminated and self._actions >= 3 * len(self._steps)
         self._done = terminated or truncated
         obs = self._observe() if not self._done else {"screenshot": before.copy(), "instruction": "",
@@ -163,7 +168,7 @@ class StaticEnv(gym.Env):
         if self._recorder:
             self._recorder.step(record, before, None)
             if self._done:
-                status = "complete" if self._i == len(self._steps) else ("truncated" if truncated else "failed")
+                status = "complete" if self._hits == len(self._steps) else ("truncated" if truncated else "failed")
                 self._finish({"status": status, "steps_correct": self._i, "actions": self._actions,
                               "reason": failure})
         return obs, float(hit), terminated, truncated, info
@@ -181,6 +186,7 @@ class StaticEnv(gym.Env):
             "scenario": f"medspot:{t.key}", "app": t.software, "overview": t.overview,
             "n_steps": len(self._steps), "medspot": {"software": t.software, "task": t.index},
             "agent": self.agent_name, "seed": seed, "backend": "static", "recovery": self.recovery,
+            "single_step": self.single_step,
             "dataset": str(self.dataset), "delta": self.delta,
             "coordinates": spaces.coordinates_info(self.obs_w, self.obs_h, self.obs_w, self.obs_h),
             "steps": [{"instruction": s.text, "action": s.actions[0].type} for s in self._steps],
