@@ -31,11 +31,10 @@ $(STAMPS)/programs: $(STAMPS)/venv $(wildcard containers/*/app.yaml)
 	@touch $@
 
 demo: deps
-	$(BIN)/clinigym run --scenario '*' --agent oracle --out runs/demo-oracle
-	$(BIN)/clinigym run --scenario '*' --agent random --seed 1 --out runs/demo-random
-	@echo
-	@$(BIN)/clinigym score runs/demo-oracle > /dev/null && echo "== oracle ==" && $(BIN)/clinigym score runs/demo-oracle
-	@echo "== random ==" && $(BIN)/clinigym score runs/demo-random
+	$(BIN)/clinigym run --scenario '*' --agent oracle --out runs/demo-oracle --overwrite
+	$(BIN)/clinigym run --scenario '*' --agent random --seed 1 --out runs/demo-random --overwrite
+	@echo; echo "== oracle =="; $(BIN)/clinigym score runs/demo-oracle
+	@echo; echo "== random =="; $(BIN)/clinigym score runs/demo-random
 
 test: deps
 	$(BIN)/pytest -q -rs tests

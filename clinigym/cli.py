@@ -68,6 +68,12 @@ def cmd_run(args) -> int:
     from clinigym.runner import run, run_static
     from clinigym.scenarios import select
     from clinigym.scoring import format_table
+    out = Path(args.out)
+    if (out / "episodes").exists() and any((out / "episodes").iterdir()):
+        if not args.overwrite:
+            print(f"error: {out} holds a run already; use --overwrite or another --out", file=sys.stderr)
+            return 2
+        shutil.rmtree(out)
     if args.dataset:
         result = run_static(Path(args.dataset), args.agent, Path(args.out), args.software, args.seed,
                             args.single_step, args.delta, progress=not args.no_progress)
@@ -152,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--recovery", action="store_true", help="continue after errors (PROTOCOL.md)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true", help="replace a run already in --out")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("score", help="score recorded episodes, or a predictions file against a dataset")
