@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -31,10 +31,12 @@ class Action:
     text: str | None = None
     keys: str | None = None
     scroll: tuple[int, int] = (0, 0)   # (dx, dy) in wheel notches, dy > 0 scrolls down
+    # What the agent wants recorded with the step (model text, prompt, latency); not acted on.
+    meta: dict | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()
-                if v is not None and not (k == "scroll" and v == (0, 0))}
+                if v is not None and k != "meta" and not (k == "scroll" and v == (0, 0))}
 
 
 def _point(value: Any, name: str) -> tuple[float, float] | None:
@@ -67,7 +69,7 @@ def from_mapping(data: Mapping[str, Any]) -> Action:
     scroll_pair = tuple(int(v) for v in np.asarray(scroll).reshape(-1))
     if len(scroll_pair) != 2:
         raise InvalidAction(f"scroll must be (dx, dy), got {scroll!r}")
-    return Action(kind, point, end, data.get("text"), data.get("keys"), scroll_pair)
+    return Action(kind, point, end, data.get("text"), data.get("keys"), scroll_pair, data.get("meta"))
 
 
 _CALL = re.compile(r"^\s*([a-z_]+)\s*\((.*)\)\s*$", re.S)

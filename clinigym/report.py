@@ -295,8 +295,8 @@ def _e(text) -> str:
 def svg_metric_chart(runs: list[Run]) -> str:
     """Grouped bars: one group per rate metric, one bar per run, 95% CI whiskers."""
     n = len(runs)
-    bar, gap, group_gap = max(8, min(26, 120 // n)), 3, 30
-    group_w = n * bar + (n - 1) * gap
+    bar, gap, group_gap = max(8, min(26, 120 // n)), 3, 22
+    group_w = max(n * bar + (n - 1) * gap, 78)   # room for the metric's name under the group
     left, top, plot_h, bottom = 46, 18, 170, 34
     width = left + len(RATES) * (group_w + group_gap) + 10
     height = top + plot_h + bottom
@@ -308,11 +308,12 @@ def svg_metric_chart(runs: list[Run]) -> str:
                    f'<text x="{left - 6}" y="{y(t) + 4:.1f}" class="tick" text-anchor="end">{t * 100:.0f}%</text>')
     for gi, key in enumerate(RATES):
         gx = left + group_gap / 2 + gi * (group_w + group_gap)
+        bars_x = gx + (group_w - (n * bar + (n - 1) * gap)) / 2
         out.append(f'<text x="{gx + group_w / 2:.1f}" y="{top + plot_h + 18}" class="glabel" '
                    f'text-anchor="middle">{NAMES[key]}</text>')
         for ri, run in enumerate(runs):
             v = run.summary.get(key)
-            x = gx + ri * (bar + gap)
+            x = bars_x + ri * (bar + gap)
             if v is None:
                 out.append(f'<text x="{x + bar / 2:.1f}" y="{y(0) - 4:.1f}" class="val" '
                            f'text-anchor="middle">n/a</text>')
@@ -398,8 +399,8 @@ def _segment_colour(name: str, segs: list[str]) -> str:
 def svg_failure_chart(runs: list[Run]) -> str:
     """One stacked bar per run: its tasks split into completed and the type of the error that ended them."""
     segs = _segments(runs)
-    left, right, row_h, bar_h, top = 170, 16, 34, 22, 8
-    plot_w = 380
+    left, right, row_h, bar_h, top = 160, 16, 34, 22, 8
+    plot_w = 320
     width = left + plot_w + right
     height = top + len(runs) * row_h + 22
     out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
@@ -411,7 +412,7 @@ def svg_failure_chart(runs: list[Run]) -> str:
                    f'text-anchor="middle">{t * 100:.0f}%</text>')
     for ri, run in enumerate(runs):
         yy = top + ri * row_h + (row_h - bar_h) / 2
-        label = run.label if len(run.label) <= 26 else run.label[:25] + "…"
+        label = run.label if len(run.label) <= 24 else run.label[:23] + "…"
         out.append(f'<rect x="4" y="{yy + bar_h / 2 - 5:.1f}" width="10" height="10" fill="{run.colour}"/>'
                    f'<text x="20" y="{yy + bar_h / 2 + 4:.1f}" class="rlabel">{_e(label)}'
                    f'<title>{_e(run.label)}</title></text>')
@@ -617,7 +618,7 @@ table{border-collapse:collapse;margin:6px 0 10px;font-variant-numeric:tabular-nu
 th,td{border:1px solid var(--line);padding:4px 9px;text-align:right;vertical-align:top}
 th{background:var(--alt);font-weight:600}
 td:first-child,th:first-child{text-align:left}
-table.breakdown td:nth-child(2){text-align:left}
+table.breakdown td:nth-child(2),table.sizes td:nth-child(2){text-align:left}
 table.breakdown td:last-child{text-align:left;color:var(--muted)}
 tbody tr:nth-child(even){background:#fbfcfd}
 .ci{font-size:11px;color:var(--muted);white-space:nowrap}
@@ -693,7 +694,7 @@ def render_html(runs: list[Run], limit: int, generated: str) -> str:
         '<h2 id="charts">Charts</h2>', legend,
         '<div class="charts">',
         f'<figure><figcaption>Rates per run (whiskers: 95% CI)</figcaption>{svg_metric_chart(runs)}</figure>',
-        f'<figure><figcaption>WPS per run (dashed: largest possible)</figcaption>{svg_wps_chart(runs)}</figure>',
+        f'<figure><figcaption>WPS (dashed: largest possible)</figcaption>{svg_wps_chart(runs)}</figure>',
         f'<figure><figcaption>How each task ended</figcaption>{svg_failure_chart(runs)}'
         f'{_segment_legend(runs)}</figure>',
         "</div>",
@@ -706,7 +707,7 @@ def render_html(runs: list[Run], limit: int, generated: str) -> str:
         '<h2 id="per-category">Per task category</h2>',
         html_table(*breakdown_table(runs, "per_category", "category"), cls="breakdown"),
         '<h2 id="per-size">Step accuracy per target size</h2>',
-        html_table(*size_table(runs), cls="breakdown"),
+        html_table(*size_table(runs), cls="sizes"),
         '<h2 id="gallery">Steps</h2>',
         '<div class="muted">Each recorded step: the observation the agent acted on, the target box and the '
         'predicted point (<span style="color:#1a9850">green</span> correct, '

@@ -192,8 +192,10 @@ class LiveEnv(gym.Env):
                                   "expected_action": step.action, "raw_action": _raw(action)}
         target, end_box = self._targets
         # 1. validate
+        meta = None
         try:
             parsed = act.parse(action)
+            meta = parsed.meta
             act.validate(parsed, self.coords.obs_w, self.coords.obs_h)
             invalid = None
         except act.InvalidAction as exc:
@@ -266,7 +268,7 @@ class LiveEnv(gym.Env):
             "settle_time", "timings", "target_size")},
             target_box=target.as_list() if target else None,
             end_box=end_box.as_list() if end_box else None,
-            truncated_reason=info.get("truncated_reason"))
+            truncated_reason=info.get("truncated_reason"), agent=meta)
         self._done = terminated or truncated
         if self._recorder:
             self._recorder.step(record, before, obs["screenshot"])

@@ -136,8 +136,10 @@ class StaticEnv(gym.Env):
         before = self._obs_rgb
         step = self._steps[self._i]
         box = self.current_target()
+        meta = None
         try:
             parsed = act.parse(action)
+            meta = parsed.meta
             act.validate(parsed, self.obs_w, self.obs_h)
             invalid = None
         except act.InvalidAction as exc:
@@ -153,7 +155,7 @@ class StaticEnv(gym.Env):
                   "target_box": box.as_list(), "end_box": None,
                   "target_size": judge.target_size(box, self.obs_w, self.obs_h),
                   "transition_expected": [], "transition_seen": None, "final_check": None,
-                  "medspot_step_id": step.step_id}
+                  "medspot_step_id": step.step_id, "agent": meta}
         self._actions += 1
         self._hits += hit
         if hit or self.single_step:
