@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,18 @@ class EpisodeRecorder:
         self._steps.close()
         self.header["outcome"] = outcome
         _write_json_atomic(self.folder / "episode.json", self.header)
+
+
+def new_episode(record_dir: Path, name: str, header: dict) -> EpisodeRecorder:
+    """A recorder in `record_dir/<NNNN>-<name>/`, numbered after the folders already there."""
+    record_dir = Path(record_dir)
+    record_dir.mkdir(parents=True, exist_ok=True)
+    numbers = [int(p.name[:4]) for p in record_dir.iterdir() if p.name[:4].isdigit()]
+    folder = record_dir / f"{max(numbers, default=0) + 1:04d}-{name}"
+    from clinigym import __version__
+    header = {**header, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "versions": {"clinigym": __version__, **header.get("versions", {})}}
+    return EpisodeRecorder(folder, header)
 
 
 @dataclass(frozen=True)

@@ -186,13 +186,13 @@ def replay_episode(folder: Path, backend=None, threshold: float = DEFAULT_THRESH
 def format_report(report: ReplayReport) -> str:
     verdict = "all match" if report.all_match else "DIFFERS"
     lines = [f"{Path(report.episode).name}  {report.scenario}  {len(report.steps)} actions  {verdict}",
-             f"{'action':>6} {'identical':>10} {'MAD':>7}  {'screen':<6}  {'recorded':<36} {'live':<36} outcome"]
+             f"{'action':>6} {'identical':>10} {'MAD':>7}  {'screen':<6}  {'recorded':<40} {'live':<40} outcome"]
     for s in report.steps:
         ident = f"{s.similarity.identical:.6f}" if s.similarity else "-"
         mad = f"{s.similarity.mad:.3f}" if s.similarity else "-"
         live = s.live.describe() if s.live else "-"
         lines.append(f"{s.index:>6} {ident:>10} {mad:>7}  {'match' if s.matches else 'DIFF':<6}  "
-                     f"{s.recorded.describe():<36} {live:<36} {'same' if s.outcome_same else 'DIFF'}"
+                     f"{s.recorded.describe():<40} {live:<40} {'same' if s.outcome_same else 'DIFF'}"
                      + (f"  ({s.note})" if s.note else ""))
     return "\n".join(lines)
 

@@ -38,6 +38,7 @@ GALLERY_LIMIT = 200          # steps shown per run
 THUMB_WIDTH = 480            # gallery images are downscaled to at most this width
 JPEG_QUALITY = 82
 ZOOM_BELOW = 40              # a target smaller than this (thumbnail pixels) gets a zoomed strip too
+FAILURE_CHART_WIDTH = 496
 ZOOM_MAX = 2.5               # largest magnification of the strip over the observation
 REPORT_FORMAT = 1
 
@@ -198,7 +199,8 @@ def metric_table(runs: list[Run]) -> tuple[list[str], list[list]]:
         if wps_max is not None:
             v, ci = cells[i]
             cells[i] = (v, (ci + " · " if ci else "") + f"max {wps_max:.3f}")
-        rows.append([RunDetails(r), str(len(r.episodes)), str(s["n_tasks"])] + cells + [fmt(k, s.get(k)) for k in extra])
+        rows.append([RunDetails(r), str(len(r.episodes)), str(s["n_tasks"]), *cells,
+                     *(fmt(k, s.get(k)) for k in extra)])
     return head, rows
 
 
@@ -278,7 +280,7 @@ def _md_cell(cell) -> str:
         text = cell[0] + (f" ({cell[1].replace('–', '-')})" if cell[1] else "")
     else:
         text = str(cell)
-    return text.replace("|", "\\|").replace("\n", " ")
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
 
 
 def md_table(head: list[str], rows: list[list]) -> str:
@@ -295,14 +297,16 @@ def _e(text) -> str:
 def svg_metric_chart(runs: list[Run]) -> str:
     """Grouped bars: one group per rate metric, one bar per run, 95% CI whiskers."""
     n = len(runs)
-    bar, gap, group_gap = max(8, min(26, 120 // n)), 3, 22
-    group_w = max(n * bar + (n - 1) * gap, 78)   # room for the metric's name under the group
+    bar, gap, group_gap = max(8, min(22, 100 // n)), 3, 18
+    group_w = max(n * bar + (n - 1) * gap, 74)   # room for the metric's name under the group
     left, top, plot_h, bottom = 46, 18, 170, 34
     width = left + len(RATES) * (group_w + group_gap) + 10
     height = top + plot_h + bottom
-    y = lambda v: top + plot_h * (1 - v)  # noqa: E731
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-           f'role="img" aria-label="Metrics per run">']
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - v)
+    out = [(f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+           f'role="img" aria-label="Metrics per run">')]
     for t in (0, 0.25, 0.5, 0.75, 1.0):
         out.append(f'<line x1="{left}" x2="{width - 6}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
                    f'<text x="{left - 6}" y="{y(t) + 4:.1f}" class="tick" text-anchor="end">{t * 100:.0f}%</text>')
@@ -356,9 +360,11 @@ def svg_wps_chart(runs: list[Run]) -> str:
     hi_all = max([r.wps_max or 0 for r in runs] + [(r.summary.get("wps") or 0) for r in runs]
                  + [((r.summary.get("ci95") or {}).get("wps") or [0, 0])[1] for r in runs] + [1.0])
     top_v, step = _nice_axis(hi_all)
-    y = lambda v: top + plot_h * (1 - v / top_v)  # noqa: E731
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-           f'role="img" aria-label="WPS per run">']
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - v / top_v)
+    out = [(f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+           f'role="img" aria-label="WPS per run">')]
     for i in range(round(top_v / step) + 1):
         t = i * step
         out.append(f'<line x1="{left}" x2="{width - 6}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
@@ -399,12 +405,12 @@ def _segment_colour(name: str, segs: list[str]) -> str:
 def svg_failure_chart(runs: list[Run]) -> str:
     """One stacked bar per run: its tasks split into completed and the type of the error that ended them."""
     segs = _segments(runs)
-    left, right, row_h, bar_h, top = 160, 16, 34, 22, 8
-    plot_w = 320
-    width = left + plot_w + right
+    left, row_h, bar_h, top = 160, 34, 22, 8
+    plot_w = FAILURE_CHART_WIDTH - left - 16
+    width = FAILURE_CHART_WIDTH
     height = top + len(runs) * row_h + 22
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-           f'role="img" aria-label="Outcome of every task per run">']
+    out = [(f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+           f'role="img" aria-label="Outcome of every task per run">')]
     for t in (0, 0.25, 0.5, 0.75, 1.0):
         x = left + plot_w * t
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 4}" y2="{top + len(runs) * row_h:.1f}" '
@@ -412,7 +418,7 @@ def svg_failure_chart(runs: list[Run]) -> str:
                    f'text-anchor="middle">{t * 100:.0f}%</text>')
     for ri, run in enumerate(runs):
         yy = top + ri * row_h + (row_h - bar_h) / 2
-        label = run.label if len(run.label) <= 24 else run.label[:23] + "…"
+        label = run.label if len(run.label) <= 20 else run.label[:19] + "…"
         out.append(f'<rect x="4" y="{yy + bar_h / 2 - 5:.1f}" width="10" height="10" fill="{run.colour}"/>'
                    f'<text x="20" y="{yy + bar_h / 2 + 4:.1f}" class="rlabel">{_e(label)}'
                    f'<title>{_e(run.label)}</title></text>')
@@ -618,13 +624,13 @@ table{border-collapse:collapse;margin:6px 0 10px;font-variant-numeric:tabular-nu
 th,td{border:1px solid var(--line);padding:4px 9px;text-align:right;vertical-align:top}
 th{background:var(--alt);font-weight:600}
 td:first-child,th:first-child{text-align:left}
-table.breakdown td:nth-child(2),table.sizes td:nth-child(2){text-align:left}
-table.breakdown td:last-child{text-align:left;color:var(--muted)}
+table.breakdown :is(td,th):nth-child(2),table.sizes :is(td,th):nth-child(2){text-align:left}
+table.breakdown :is(td,th):last-child{text-align:left}table.breakdown td:last-child{color:var(--muted)}
 tbody tr:nth-child(even){background:#fbfcfd}
 .ci{font-size:11px;color:var(--muted);white-space:nowrap}
 .sw{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:6px;vertical-align:-1px}
 .run{font-weight:600}
-.charts{display:flex;flex-wrap:wrap;gap:20px 36px;align-items:flex-start}
+.charts{display:flex;flex-wrap:wrap;gap:20px 30px;align-items:flex-start}
 .charts figure{margin:0}.charts figcaption{font-weight:600;margin-bottom:4px}
 .chart{max-width:100%;height:auto;font-family:inherit}
 .chart .grid{stroke:#e4e7eb;stroke-width:1}.chart .tick{font-size:11px;fill:var(--muted)}
@@ -662,8 +668,8 @@ DEFINITIONS = (
     ("S1A", "tasks whose first step was correct"),
     ("SHR", "correct steps over all scored steps"),
     ("SHR_attempted", "correct steps over attempted steps (the correct prefix plus the failing step)"),
-    ("WPS", f"weighted progress: sum of {DECAY}^i over the correct prefix, averaged over tasks "
-            f"(at most 1 + {DECAY} = 1.8 for a 2-step task; 'max' is the largest value these tasks allow)"),
+    ("WPS", (f"weighted progress: sum of {DECAY}^i over the correct prefix, averaged over tasks "
+            f"(at most 1 + {DECAY} = 1.8 for a 2-step task; 'max' is the largest value these tasks allow)")),
     ("WPS_norm", "WPS of each task divided by its largest possible value, averaged over tasks"),
     ("95% CI", "bootstrap over tasks (1000 resamples), shown under each value"),
 )
@@ -680,28 +686,28 @@ def render_html(runs: list[Run], limit: int, generated: str) -> str:
         f"<title>clinigym report: {e(', '.join(r.label for r in runs))}</title>",
         f"<style>{CSS}</style></head><body>",
         "<h1>clinigym report</h1>",
-        f'<div class="muted">{len(runs)} run{"s" if len(runs) != 1 else ""} · generated {e(generated)} '
+        (f'<div class="muted">{len(runs)} run{"s" if len(runs) != 1 else ""} · generated {e(generated)} '
         f'· clinigym {e(clinigym.__version__)} · metrics and failure types of PROTOCOL.md '
-        f'(strict first-error scoring)</div>',
+        f'(strict first-error scoring)</div>'),
         '<nav>' + " · ".join(f'<a href="#{k}">{v}</a>' for k, v in (
             ("metrics", "metrics"), ("charts", "charts"), ("failures", "failure types"),
             ("per-program", "per program"), ("per-category", "per category"), ("per-size", "per target size"),
             ("gallery", "steps"), ("definitions", "definitions"))) + "</nav>",
         '<h2 id="metrics">Metrics</h2>',
         html_table(*metric_table(runs), cls="metrics"),
-        '<div class="muted small">Rates in percent; WPS as a number. Under each value: its 95% bootstrap '
-        'confidence interval (and, for WPS, the largest value these tasks allow).</div>',
+        ('<div class="muted small">Rates in percent; WPS as a number. Under each value: its 95% bootstrap '
+        'confidence interval (and, for WPS, the largest value these tasks allow).</div>'),
         '<h2 id="charts">Charts</h2>', legend,
         '<div class="charts">',
         f'<figure><figcaption>Rates per run (whiskers: 95% CI)</figcaption>{svg_metric_chart(runs)}</figure>',
         f'<figure><figcaption>WPS (dashed: largest possible)</figcaption>{svg_wps_chart(runs)}</figure>',
-        f'<figure><figcaption>How each task ended</figcaption>{svg_failure_chart(runs)}'
-        f'{_segment_legend(runs)}</figure>',
+        (f'<figure style="max-width:{FAILURE_CHART_WIDTH}px"><figcaption>How each task ended</figcaption>'
+         f'{svg_failure_chart(runs)}{_segment_legend(runs)}</figure>'),
         "</div>",
         '<h2 id="failures">Failure types (tasks)</h2>',
         html_table(*failure_table(runs), cls="failures"),
-        '<div class="muted small">The label of the step that ended each task: the six grounding failure types of '
-        'PROTOCOL.md, then the live outcomes (not grounding failures of the agent).</div>',
+        ('<div class="muted small">The label of the step that ended each task: the six grounding failure types of '
+        'PROTOCOL.md, then the live outcomes (not grounding failures of the agent).</div>'),
         '<h2 id="per-program">Per program</h2>',
         html_table(*breakdown_table(runs, "per_app", "program"), cls="breakdown"),
         '<h2 id="per-category">Per task category</h2>',
@@ -709,10 +715,10 @@ def render_html(runs: list[Run], limit: int, generated: str) -> str:
         '<h2 id="per-size">Step accuracy per target size</h2>',
         html_table(*size_table(runs), cls="sizes"),
         '<h2 id="gallery">Steps</h2>',
-        '<div class="muted">Each recorded step: the observation the agent acted on, the target box and the '
+        ('<div class="muted">Each recorded step: the observation the agent acted on, the target box and the '
         'predicted point (<span style="color:#1a9850">green</span> correct, '
         '<span style="color:#d73027">red</span> wrong, <span style="color:#8c8c8c">grey</span> no prediction).'
-        '</div>',
+        '</div>'),
         *(_gallery_html(r, i, limit) for i, r in enumerate(runs)),
         '<h2 id="definitions">Definitions</h2><dl class="defs">',
         *(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS),
@@ -722,8 +728,8 @@ def render_html(runs: list[Run], limit: int, generated: str) -> str:
 
 
 def render_markdown(runs: list[Run], generated: str) -> str:
-    lines = ["# clinigym report", "", f"Generated {generated} by clinigym {clinigym.__version__}. "
-             "Rates in percent, WPS as a number; 95% bootstrap confidence intervals in parentheses.", "",
+    lines = ["# clinigym report", "", (f"Generated {generated} by clinigym {clinigym.__version__}. "
+             "Rates in percent, WPS as a number; 95% bootstrap confidence intervals in parentheses."), "",
              "## Runs", "",
              md_table(["run", "agent", "folder", "episodes", "steps recorded"],
                       [[r, r.agent, str(r.path), str(len(r.episodes)), str(r.n_steps_recorded)] for r in runs]),

@@ -71,10 +71,10 @@ def runs(tmp_path_factory):
         run_dir = root / name
         env = StaticEnv(dataset, observation_size=SIZE, record_dir=run_dir / "episodes", agent_name=agent)
         for _ in env.tasks:
-            obs, info = env.reset()
+            obs, _ = env.reset()
             done = False
             while not done:
-                obs, _, term, trunc, info = env.step(policy(env, obs))
+                obs, _, term, trunc, _ = env.step(policy(env, obs))
                 done = term or trunc
         env.close()
         made.append(run_dir)
@@ -92,7 +92,7 @@ def test_json_numbers_are_the_scorer_s(runs, built):
     page, data = built
     assert page.name == "report.html" and page.exists()
     assert [r["label"] for r in data["runs"]] == ["oracle (oracle-run)", "scripted (scripted-run)"]
-    for run_dir, run in zip(runs, data["runs"]):
+    for run_dir, run in zip(runs, data["runs"], strict=True):
         summary, results = score_dirs([run_dir])
         assert run["summary"] == json.loads(json.dumps(summary))
         assert run["episodes"] == len(results) == summary["n_tasks"] == 35
@@ -165,7 +165,7 @@ def test_report_renders_in_chromium(built, tmp_path):
             browser.close()
     assert not errors
     assert not [m for m in console if m[0] in ("error", "warning")], console
-    assert all(u.startswith(page_path.parent.as_uri()) or u.startswith("data:") for u in requests), requests
+    assert all(u.startswith((page_path.parent.as_uri(), "data:")) for u in requests), requests
     for run in data["runs"]:
         assert run["label"] in metrics
         assert f"{100 * run['summary']['tca']:.1f}%" in metrics
@@ -195,7 +195,7 @@ def test_episode_folder_and_command_line(runs, tmp_path, capsys):
     assert exit_.value.code == 0 and "RUN_DIR" in capsys.readouterr().out
     assert parser.parse_args(["report", "x"]).out == "report/"
 
-    episode = sorted((runs[1] / "episodes").iterdir())[0]
+    episode = min((runs[1] / "episodes").iterdir())
     args = parser.parse_args(["report", str(runs[0]), str(episode), "--out", str(tmp_path / "r")])
     assert args.func(args) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "r" / "report.html")

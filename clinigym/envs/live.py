@@ -18,7 +18,6 @@ import gymnasium as gym
 import numpy as np
 from PIL import Image
 
-import clinigym
 from clinigym import actions as act
 from clinigym import judge
 from clinigym.apps import load_app
@@ -27,7 +26,7 @@ from clinigym.conditions import holds
 from clinigym.display import Frame, Geometry, InputError
 from clinigym.envs import spaces
 from clinigym.judge import Box
-from clinigym.recording import EpisodeRecorder
+from clinigym.recording import EpisodeRecorder, new_episode
 from clinigym.scenarios import Scenario, SetupStep, load_scenario
 from clinigym.waiting import Abort, WaitTimeout, poll, wait_for
 
@@ -96,7 +95,6 @@ class LiveEnv(gym.Env):
         self._done = True
         self._targets: tuple[Box | None, Box | None] = (None, None)
         self._recorder: EpisodeRecorder | None = None
-        self._episode_count = 0
         self._seed: int | None = None
 
     # -- observations ------------------------------------------------------------------
@@ -370,22 +368,15 @@ class LiveEnv(gym.Env):
     def _start_recording(self) -> None:
         if not self.record_dir:
             return
-        self._episode_count += 1
         s = self.scenario
-        folder = self.record_dir / f"{self._episode_count:04d}-{s.app}-{s.id}"
-        while folder.exists():
-            self._episode_count += 1
-            folder = self.record_dir / f"{self._episode_count:04d}-{s.app}-{s.id}"
-        self._recorder = EpisodeRecorder(folder, {
+        self._recorder = new_episode(self.record_dir, f"{s.app}-{s.id}", {
             "scenario": s.key, "scenario_path": str(s.path), "gym_id": s.gym_id, "app": s.app,
             "overview": s.overview, "n_steps": len(s.steps),
             "medspot": s.medspot.model_dump() if s.medspot else None,
             "agent": self.agent_name, "seed": self._seed, "backend": self.backend.kind,
             "recovery": self.recovery, "coordinates": self.coords.info(),
             "steps": [{"instruction": st.instruction, "action": st.action} for st in s.steps],
-            "versions": {"clinigym": clinigym.__version__,
-                         **{p: package_version(p) for p in self.app.debian_packages}},
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "versions": {p: package_version(p) for p in self.app.debian_packages},
         })
 
     def _outcome(self, terminated: bool, truncated: bool, info: dict) -> dict:

@@ -8,7 +8,6 @@ Episodes are recorded in the live format, so the same scorer reads both.
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +15,12 @@ import gymnasium as gym
 import numpy as np
 from PIL import Image
 
-import clinigym
 from clinigym import actions as act
 from clinigym import judge
 from clinigym.envs import spaces
 from clinigym.judge import Box
 from clinigym.medspot import DatasetError, MedspotStep, MedspotTask, image_of, read_dataset
-from clinigym.recording import EpisodeRecorder
+from clinigym.recording import EpisodeRecorder, new_episode
 
 
 class StaticEnv(gym.Env):
@@ -61,7 +59,6 @@ class StaticEnv(gym.Env):
         self._done = True
         self._obs_rgb: np.ndarray | None = None
         self._recorder: EpisodeRecorder | None = None
-        self._episodes = 0
         self._actions = self._hits = 0
 
     # -- helpers ----------------------------------------------------------------------
@@ -178,22 +175,14 @@ class StaticEnv(gym.Env):
     def _start_recording(self, seed) -> None:
         if not self.record_dir:
             return
-        self._episodes += 1
         t = self.task
-        folder = self.record_dir / f"{self._episodes:04d}-medspot-{t.software}-{t.index:03d}"
-        while folder.exists():
-            self._episodes += 1
-            folder = self.record_dir / f"{self._episodes:04d}-medspot-{t.software}-{t.index:03d}"
-        self._recorder = EpisodeRecorder(folder, {
+        self._recorder = new_episode(self.record_dir, f"medspot-{t.software}-{t.index:03d}", {
             "scenario": f"medspot:{t.key}", "app": t.software, "overview": t.overview,
             "n_steps": len(self._steps), "medspot": {"software": t.software, "task": t.index},
             "agent": self.agent_name, "seed": seed, "backend": "static", "recovery": self.recovery,
-            "single_step": self.single_step,
-            "dataset": str(self.dataset), "delta": self.delta,
+            "single_step": self.single_step, "dataset": str(self.dataset), "delta": self.delta,
             "coordinates": spaces.coordinates_info(self.obs_w, self.obs_h, self.obs_w, self.obs_h),
-            "steps": [{"instruction": s.text, "action": s.actions[0].type} for s in self._steps],
-            "versions": {"clinigym": clinigym.__version__},
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            "steps": [{"instruction": s.text, "action": s.actions[0].type} for s in self._steps]})
 
     def _finish(self, outcome: dict) -> None:
         if self._recorder:

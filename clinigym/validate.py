@@ -1,0 +1,402 @@
+"""`clinigym validate`: how faithful is a static MedSPOT-format dataset to the live program?
+
+For every task mapped to a live scenario, the task's ground-truth actions are
+executed on the live program from a fresh reset, and each step is checked:
+
+1. frame: the keyframe against the live screen before the action, with
+   `clinigym.replay`'s measure (fraction of identical pixels; threshold
+   0.9999 by default, see there). A keyframe of another size is resized to
+   the live observation size first, as the static environment does; such a
+   keyframe cannot be pixel-identical, so lower `--threshold` for it.
+2. region: the same measure inside the ground-truth box only.
+3. template: where the keyframe's content inside the box is on the live
+   screen (normalised cross-correlation over the whole frame, computed with
+   FFTs; found when the peak is >= 0.9), and how far that is from the box.
+   Content of a uniform box (an empty area) cannot be located and is not
+   judged.
+4. box: the ground-truth box against the live target the scenario resolves
+   on the same screen (distance between their centres). This is what catches
+   a shifted annotation on a faithful keyframe: the shifted box crops content
+   that is still in the same place on the live screen, so (3) cannot see it.
+5. outcome: the ground-truth action (the box centre in live observation
+   pixels, the step's action type, a `type` step's text from the scenario)
+   on the live program: hit on the live target, expected transition seen
+   (`info["transition_seen"]`), final state check on the last step.
+
+A step with any disagreement is flagged with readable reasons. When a step's
+ground-truth action fails live, the scenario's own action is executed so that
+the next steps are still checked from the state they expect (the live
+environment runs in recovery mode); if that fails too, the remaining steps
+are flagged as not reached. Fidelity is the fraction of unflagged steps, per
+task, per program and overall.
+
+The scenario map (YAML or JSON) maps MedSPOT task keys `"<Software>/<index>"`
+to scenario keys `"<app>/<id>"`; without one, each task's
+`extra["clinigym"]["scenario"]` (written by `clinigym.export.to_medspot`) is
+used. Tasks without a scenario are listed as skipped.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import yaml
+
+from clinigym.replay import DEFAULT_THRESHOLD, Similarity, load_rgb, similarity
+
+MIN_MATCH_SCORE = 0.9       # normalised cross-correlation for "found"
+DEFAULT_MAX_OFFSET = 5.0    # px; more than rounding between percent and pixel boxes
+TIE = 1e-3                  # scores this close to the peak count as the peak
+
+
+# -- template matching ----------------------------------------------------------------
+@dataclass(frozen=True)
+class TemplateMatch:
+    found: bool
+    score: float   # the peak normalised cross-correlation, -1..1
+    dx: int        # best place minus the box's top-left corner, live pixels
+    dy: int
+
+    @property
+    def offset(self) -> float:
+        return math.hypot(self.dx, self.dy)
+
+
+def _window_sums(a: np.ndarray, h: int, w: int) -> np.ndarray:
+    """Sums of every h x w window (integral image; exact in int64)."""
+    s = np.zeros((a.shape[0] + 1, a.shape[1] + 1), np.int64)
+    s[1:, 1:] = a.cumsum(0).cumsum(1)
+    return s[h:, w:] - s[:-h, w:] - s[h:, :-w] + s[:-h, :-w]
+
+
+def ncc_map(image: np.ndarray, templ: np.ndarray) -> np.ndarray | None:
+    """Normalised cross-correlation of a grey template at every place it fits in a grey
+    image (int arrays); None when the template is uniform, which matches anywhere."""
+    H, W = image.shape
+    h, w = templ.shape
+    t = templ - templ.mean()
+    t_energy = float((t * t).sum())
+    if t_energy < 1e-6 * h * w:
+        return None
+    # sum(I * t) over each window, for all windows at once; t has zero mean, so this is
+    # the covariance numerator. No wrap-around: valid windows never cross the border.
+    corr = np.fft.irfft2(np.fft.rfft2(image) * np.conj(np.fft.rfft2(t, s=(H, W))), s=(H, W))
+    corr = corr[:H - h + 1, :W - w + 1]
+    n = h * w
+    s1 = _window_sums(image, h, w)
+    s2 = _window_sums(image * image, h, w)
+    spread = np.sqrt((n * s2 - s1 * s1).astype(np.float64) / n)   # sqrt(sum((I - mean)^2))
+    denom = spread * math.sqrt(t_energy)
+    return np.divide(corr, denom, out=np.zeros_like(corr), where=denom > 1e-6)
+
+
+def _grey(rgb: np.ndarray) -> np.ndarray:
+    return rgb.astype(np.int64).sum(axis=2)
+
+
+def locate(content: np.ndarray, frame: np.ndarray, at: tuple[int, int]) -> TemplateMatch | None:
+    """Where `content` (RGB) is in `frame` (RGB), relative to `at` (x, y of where it was
+    cut out). None when the content is too small or uniform to be located."""
+    if content.shape[0] < 4 or content.shape[1] < 4:
+        return None
+    ncc = ncc_map(_grey(frame), _grey(content))
+    if ncc is None:
+        return None
+    y, x = np.unravel_index(int(np.argmax(ncc)), ncc.shape)
+    score = float(ncc[y, x])
+    ax, ay = at
+    # Among equally good places (a repeated icon, identical rows) prefer the box itself.
+    if ay < ncc.shape[0] and ax < ncc.shape[1] and ncc[ay, ax] >= score - TIE:
+        x, y = ax, ay
+    return TemplateMatch(score >= MIN_MATCH_SCORE, score, int(x - ax), int(y - ay))
+
+
+def _pixels(box, width: int, height: int) -> tuple[int, int, int, int]:
+    """A float box as slice bounds (x1, y1, x2, y2; end exclusive) inside the image."""
+    return (max(0, math.floor(box.x1)), max(0, math.floor(box.y1)),
+            min(width, math.ceil(box.x2)), min(height, math.ceil(box.y2)))
+
+
+# -- the report -----------------------------------------------------------------------
+@dataclass
+class StepCheck:
+    step_id: int                      # MedSPOT's step_id
+    image: str
+    gt_box: list[float] | None = None     # the ground-truth box in live observation pixels
+    live_box: list[float] | None = None   # the live target the scenario resolved
+    box_offset: float | None = None       # distance between the two boxes' centres, px
+    frame: Similarity | None = None
+    region: Similarity | None = None
+    template: TemplateMatch | None = None
+    action: dict | None = None
+    hit: bool | None = None
+    transition_seen: bool | None = None
+    correct: bool | None = None
+    flags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TaskCheck:
+    task: str          # "<Software>/<index>"
+    scenario: str      # "<app>/<id>"
+    app: str
+    steps: list[StepCheck] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)   # task-level problems
+
+    @property
+    def fidelity(self) -> float | None:
+        return sum(not s.flags for s in self.steps) / len(self.steps) if self.steps else None
+
+
+@dataclass
+class ValidationReport:
+    dataset: str
+    threshold: float
+    max_offset: float
+    tasks: list[TaskCheck] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)   # tasks without a live scenario
+
+    @property
+    def flagged(self) -> int:
+        return sum(bool(s.flags) for t in self.tasks for s in t.steps) + sum(bool(t.flags) for t in self.tasks)
+
+    def fidelity(self, app: str | None = None) -> float | None:
+        steps = [s for t in self.tasks if app in (None, t.app) for s in t.steps]
+        return sum(not s.flags for s in steps) / len(steps) if steps else None
+
+    def per_program(self) -> dict[str, float | None]:
+        return {app: self.fidelity(app) for app in sorted({t.app for t in self.tasks})}
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for t, raw in zip(self.tasks, data["tasks"]):
+            raw["fidelity"] = t.fidelity
+        return {**data, "flagged": self.flagged, "fidelity": self.fidelity(),
+                "per_program": self.per_program()}
+
+
+# -- validation -----------------------------------------------------------------------
+def load_scenario_map(path: Path) -> dict[str, str]:
+    data = yaml.safe_load(Path(path).read_text())   # JSON is YAML too
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise ValueError(f"{path}: expected a mapping of \"<Software>/<index>\" to \"<app>/<id>\"")
+    return data
+
+
+def _scenario(key: str):
+    from clinigym.scenarios import select
+    found = select(key)
+    exact = [s for s in found if s.key == key] or found
+    if len(exact) != 1:
+        raise ValueError(f"{key!r} names {len(exact)} scenarios, not one")
+    return exact[0]
+
+
+def _check_step(env, obs: dict, dataset: Path, step, live_step, threshold: float,
+                max_offset: float) -> tuple[StepCheck, dict, dict]:
+    """Compare one step before its action, run its ground-truth action; returns the check,
+    the next observation and the step's info."""
+    from clinigym import actions as act
+    from clinigym.medspot import image_of
+
+    live = obs["screenshot"]
+    h, w = live.shape[:2]
+    gt = step.actions[0]
+    box = gt.box(w, h)
+    check = StepCheck(step.step_id, step.image_path, box.as_list())
+    target = env.current_target()
+    if target is not None:
+        check.live_box = target.as_list()
+        check.box_offset = math.dist(((box.x1 + box.x2) / 2, (box.y1 + box.y2) / 2),
+                                     ((target.x1 + target.x2) / 2, (target.y1 + target.y2) / 2))
+    path = image_of(step, dataset)
+    if path.exists():
+        key = load_rgb(path, (w, h))
+        x1, y1, x2, y2 = _pixels(box, w, h)
+        check.frame = similarity(key, live)
+        check.region = similarity(key[y1:y2, x1:x2], live[y1:y2, x1:x2])
+        check.template = locate(key[y1:y2, x1:x2], live, (x1, y1))
+    # The ground-truth action: MedSPOT gives one box, so a drag's release point and a type
+    # step's text come from the live scenario.
+    kind = gt.type if gt.type in act.ACTION_TYPES else live_step.action
+    oracle = env.oracle_action()
+    action = act.Action(kind, box.center, oracle.end_point if kind == "drag" and oracle else None,
+                        live_step.text if kind == "type" else None)
+    check.action = action.to_json()
+    obs, _, _, _, info = env.step(action)
+    check.hit, check.transition_seen, check.correct = info["hit"], info["transition_seen"], info["correct"]
+
+    flags = check.flags
+    if not path.exists():
+        flags.append(f"keyframe image missing: {step.image_path}")
+    if check.frame and not check.frame.matches(threshold):
+        flags.append(f"keyframe differs from live screen (similarity {check.frame.identical:.4f})")
+    if check.region and not check.region.matches(threshold):
+        flags.append(f"target region differs from live screen (similarity {check.region.identical:.4f})")
+    if check.template and not check.template.found:
+        flags.append(f"target content not found (best match {check.template.score:.2f})")
+    elif check.template and check.template.offset > max_offset:
+        flags.append(f"target content found {check.template.offset:.0f} px from the box")
+    if check.box_offset is not None and check.box_offset > max_offset:
+        flags.append(f"ground-truth box {check.box_offset:.0f} px from the live target")
+    if info["hit"] is False and target is not None:
+        flags.append("ground-truth point misses the live target")
+    if not info.get("action_type_ok", True) and kind != live_step.action:
+        flags.append(f"action type {kind} differs from the live step's {live_step.action}")
+    if info.get("invalid_action"):
+        flags.append(f"ground-truth action invalid live: {info['invalid_action']}")
+    if info["transition_seen"] is not True:
+        flags.append("no transition after the ground-truth action")
+    if info.get("final_check") is False:
+        flags.append("final state check failed")
+    if info.get("truncated_reason"):
+        flags.append(f"live program stopped: {info['truncated_reason']}")
+    return check, obs, info
+
+
+def validate_task(dataset: Path, task, scenario, backend=None, threshold: float = DEFAULT_THRESHOLD,
+                  max_offset: float = DEFAULT_MAX_OFFSET) -> TaskCheck:
+    from clinigym.envs.live import LiveEnv
+
+    result = TaskCheck(task.key, scenario.key, scenario.app)
+    steps = [s for s in task.steps if s.scorable]
+    if len(steps) != len(scenario.steps):
+        result.flags.append(f"{len(steps)} scorable steps, the scenario has {len(scenario.steps)}")
+    # Recovery mode: a failed ground-truth action does not end the episode, so the scenario's
+    # own action can bring the program to the state the next step expects.
+    env = LiveEnv(scenario, backend=backend, recovery=True)
+    try:
+        obs, _ = env.reset(seed=0)
+        stopped: str | None = None
+        for i, step in enumerate(steps):
+            if stopped is None and i >= len(scenario.steps):
+                stopped = "no live step for it"
+            if stopped:
+                result.steps.append(StepCheck(step.step_id, step.image_path, flags=[f"not reached: {stopped}"]))
+                continue
+            check, obs, info = _check_step(env, obs, Path(dataset), step, scenario.steps[i], threshold, max_offset)
+            result.steps.append(check)
+            if info.get("truncated_reason"):
+                stopped = f"the live program stopped ({info['truncated_reason']})"
+            elif not check.correct and i + 1 < min(len(steps), len(scenario.steps)):
+                obs, _, _, truncated, info = env.step(env.oracle_action())
+                if not info["correct"] or truncated:
+                    stopped = (f"step {step.step_id} failed live and the scenario's own action "
+                               "did not recover the program")
+    finally:
+        env.close()
+    return result
+
+
+def validate_dataset(dataset: Path, scenario_map: dict[str, str] | None = None,
+                     backends: Callable[[str], Any] | Mapping[str, Any] | None = None,
+                     threshold: float = DEFAULT_THRESHOLD,
+                     max_offset: float = DEFAULT_MAX_OFFSET) -> ValidationReport:
+    """Validate every mapped task of the dataset on its live program. `backends`: running
+    programs to share, as a mapping or a function of the app name (they are not closed);
+    without it, one LocalBackend per program is started and closed here."""
+    from clinigym.apps import load_app
+    from clinigym.backends.local import LocalBackend
+    from clinigym.medspot import read_dataset
+
+    dataset = Path(dataset)
+    tasks = read_dataset(dataset)
+    if scenario_map is not None:
+        unknown = sorted(set(scenario_map) - {t.key for t in tasks})
+        if unknown:
+            raise ValueError(f"the scenario map names tasks not in {dataset}: {', '.join(unknown)}")
+        keys = {t.key: scenario_map.get(t.key) for t in tasks}
+    else:
+        keys = {t.key: (t.extra.get("clinigym") or {}).get("scenario") for t in tasks}
+    report = ValidationReport(str(dataset), threshold, max_offset,
+                              skipped=[t.key for t in tasks if not keys[t.key]])
+    own: dict[str, LocalBackend] = {}
+
+    def backend_for(app: str):
+        if backends is None:
+            if app not in own:
+                own[app] = LocalBackend(load_app(app))
+            return own[app]
+        return backends(app) if callable(backends) else backends[app]
+
+    try:
+        for task in tasks:
+            if not keys[task.key]:
+                continue
+            scenario = _scenario(keys[task.key])
+            try:
+                report.tasks.append(validate_task(dataset, task, scenario, backend_for(scenario.app),
+                                                  threshold, max_offset))
+            except Exception as exc:  # a program that cannot start must not hide other tasks' results
+                report.tasks.append(TaskCheck(task.key, scenario.key, scenario.app,
+                                              flags=[f"live run failed: {exc.__class__.__name__}: {exc}"]))
+    finally:
+        for backend in own.values():
+            backend.close()
+    return report
+
+
+# -- command line ---------------------------------------------------------------------
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def format_report(report: ValidationReport) -> str:
+    lines = [f"{'task':<16} {'scenario':<30} {'step':>4} {'frame':>7} {'region':>7} "
+             f"{'content':>10} {'box':>6} {'transition':>10}"]
+    for t in report.tasks:
+        for flag in t.flags:
+            lines.append(f"{t.task:<16} {t.scenario:<30}    -  ! {flag}")
+        for s in t.steps:
+            content = "-" if s.template is None else (f"{s.template.offset:.0f} px" if s.template.found else "absent")
+            lines.append(f"{t.task:<16} {t.scenario:<30} {s.step_id:>4} "
+                         f"{s.frame.identical if s.frame else float('nan'):>7.4f} "
+                         f"{s.region.identical if s.region else float('nan'):>7.4f} {content:>10} "
+                         f"{'-' if s.box_offset is None else f'{s.box_offset:.0f} px':>6} "
+                         f"{ {True: 'yes', False: 'no', None: '-'}[s.transition_seen]:>10}")
+            lines += [f"{'':<52}! {flag}" for flag in s.flags]
+    lines.append("")
+    lines.append("fidelity (steps without a flag):")
+    for t in report.tasks:
+        lines.append(f"  task {t.task:<16} {t.scenario:<30} {_pct(t.fidelity):>7}")
+    for app, value in report.per_program().items():
+        lines.append(f"  program {app:<13} {_pct(value):>38}")
+    lines.append(f"  overall {'':<13} {_pct(report.fidelity()):>38}   ({report.flagged} flagged)")
+    if report.skipped:
+        lines.append(f"skipped (no live scenario): {', '.join(report.skipped)}")
+    return "\n".join(lines)
+
+
+def cmd_validate(args) -> int:
+    scenario_map = load_scenario_map(Path(args.scenario_map)) if args.scenario_map else None
+    report = validate_dataset(Path(args.dataset), scenario_map, threshold=args.threshold,
+                              max_offset=args.max_offset)
+    print(json.dumps(report.to_json(), indent=2) if args.json else format_report(report))
+    if not report.tasks:
+        print(f"no task of {args.dataset} is mapped to a live scenario", file=sys.stderr)
+        return 1
+    return 0 if report.flagged == 0 else 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "validate", help="check a static MedSPOT-format dataset against the live programs",
+        description="Execute each mapped task's ground-truth actions on its live program and compare, per "
+                    "step, the keyframe with the live screen, the target's content and place, and the live "
+                    "transition. Exit 0 when no step is flagged, 1 otherwise.")
+    p.add_argument("dataset", help="folder with <Software>_Annotation.json files and the images they name")
+    p.add_argument("--scenario-map", help="YAML or JSON file: {\"<Software>/<index>\": \"<app>/<id>\"}; "
+                                          "default: the scenario each exported task names")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                   help=f"fraction of identical pixels for a screen to match (default {DEFAULT_THRESHOLD})")
+    p.add_argument("--max-offset", type=float, default=DEFAULT_MAX_OFFSET,
+                   help=f"pixels a target may be away from the box (default {DEFAULT_MAX_OFFSET:g})")
+    p.set_defaults(func=cmd_validate)
+    return p
