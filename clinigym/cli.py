@@ -183,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=10, help="resets and oracle episodes per program")
     p.add_argument("--out", help="also write the numbers as JSON here")
     p.set_defaults(func=cmd_bench)
+    # Commands that live in their own modules add their own sub-parsers.
+    from clinigym import report
+    report.register(sub)
     return parser
 
 

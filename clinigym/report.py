@@ -38,8 +38,8 @@ GALLERY_LIMIT = 200          # steps shown per run
 THUMB_WIDTH = 480            # gallery images are downscaled to at most this width
 JPEG_QUALITY = 82
 ZOOM_BELOW = 40              # a target smaller than this (thumbnail pixels) gets a zoomed strip too
-FAILURE_CHART_WIDTH = 496
 ZOOM_MAX = 2.5               # largest magnification of the strip over the observation
+FAILURE_CHART_WIDTH = 496    # pixels
 REPORT_FORMAT = 1
 
 NAMES = {"tca": "TCA", "s1a": "S1A", "shr": "SHR", "shr_attempted": "SHR_attempted", "wps": "WPS",
@@ -251,8 +251,11 @@ def _html_cell(cell) -> str:
     if isinstance(cell, RunDetails):
         r = cell.run
         backends = ", ".join(sorted({str(ep.header.get("backend", "?")) for ep in r.episodes}))
+        excluded = len(r.summary.get("excluded_tasks") or ())
         return (_html_cell(r) + f'<div class="ci">{html.escape(r.agent)} · {html.escape(str(r.path))} · '
-                f'{r.n_steps_recorded} steps recorded · {html.escape(backends)}</div>')
+                f'{r.n_steps_recorded} steps recorded · {html.escape(backends)}'
+                + (f' · {excluded} task{"s" if excluded != 1 else ""} without a scored step, excluded'
+                   if excluded else "") + '</div>')
     if isinstance(cell, Run):
         return (f'<span class="sw" style="background:{cell.colour}"></span>'
                 f'<span class="run">{html.escape(cell.label)}</span>')

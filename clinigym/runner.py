@@ -3,6 +3,7 @@ every episode recorded; the run scored into `summary.json`."""
 from __future__ import annotations
 
 import json
+import zlib
 import traceback
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -55,7 +56,9 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
                 for ep in range(episodes):
                     bar.set_postfix_str(scenario.key)
                     try:
-                        run_episode(env, agent, seed + ep)
+                        # Each scenario and episode gets its own seed (a random agent must not
+                        # click the same point in every scenario), reproducible from --seed.
+                        run_episode(env, agent, zlib.crc32(f"{seed}/{scenario.key}/{ep}".encode()))
                     except Exception as exc:  # noqa: BLE001 - one broken scenario must not stop the run
                         errors.append({"scenario": scenario.key, "episode": ep, "error": str(exc),
                                        "traceback": traceback.format_exc(limit=4)})
