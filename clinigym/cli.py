@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from clinigym.agents import AGENTS
 from clinigym.apps import app_names, load_app
 from clinigym.specfile import SpecError
 
@@ -74,12 +75,17 @@ def cmd_run(args) -> int:
             print(f"error: {out} holds a run already; use --overwrite or another --out", file=sys.stderr)
             return 2
         shutil.rmtree(out)
+    options = {}
+    if args.agent == "http":
+        options = {"family": args.model_family, "base_url": args.base_url, "model": args.model,
+                   "timeout": args.timeout}
     if args.dataset:
         result = run_static(Path(args.dataset), args.agent, Path(args.out), args.software, args.seed,
-                            args.single_step, args.delta, progress=not args.no_progress)
+                            args.single_step, args.delta, progress=not args.no_progress,
+                            agent_options=options)
     else:
         result = run(select(args.scenario), args.agent, Path(args.out), args.episodes, args.seed,
-                     args.recovery, progress=not args.no_progress)
+                     args.recovery, progress=not args.no_progress, agent_options=options)
     if args.json:
         print(json.dumps(result.summary, indent=2))
     else:
@@ -125,6 +131,22 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_agents(args) -> int:
+    from clinigym.agents.families import FAMILIES
+    rows = {"agents": {k: v[1] for k, v in AGENTS.items()},
+            "families": {k: {"coords": f.coords, "description": f.description} for k, f in FAMILIES.items()}}
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print("agents:")
+    for name, text in rows["agents"].items():
+        print(f"  {name:<8} {text}")
+    print("model families (--agent http --model-family NAME):")
+    for name, fam in rows["families"].items():
+        print(f"  {name:<20} {fam['coords']}")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from clinigym.bench import run_bench
     return run_bench(args.apps or app_names(), args.repeats, Path(args.out) if args.out else None)
@@ -151,7 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--single-step", action="store_true",
                    help="static mode: judge every step alone too (MedSPOT's ablation)")
     p.add_argument("--delta", type=float, default=0.0, help="static mode: hit tolerance in pixels")
-    p.add_argument("--agent", default="oracle", help="oracle or random")
+    p.add_argument("--agent", default="oracle", choices=sorted(AGENTS), help="see `clinigym agents`")
+    p.add_argument("--model-family", default="ui-tars-1.5", help="http agent: the model family")
+    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="http agent: API base URL")
+    p.add_argument("--model", default="default", help="http agent: model name on the server")
+    p.add_argument("--timeout", type=float, default=120.0, help="http agent: seconds per request")
     p.add_argument("--out", required=True, help="run folder (episodes/ and summary.json)")
     p.add_argument("--episodes", type=int, default=1, help="episodes per scenario")
     p.add_argument("--seed", type=int, default=0)
@@ -178,14 +204,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="also episodes that did not complete")
     p.set_defaults(func=cmd_export)
 
+    p = sub.add_parser("agents", help="list agents and model families")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_agents)
+
     p = sub.add_parser("bench", help="measure screenshot, step and reset latency, memory")
     p.add_argument("--apps", nargs="*", help="programs (default: all)")
     p.add_argument("--repeats", type=int, default=10, help="resets and oracle episodes per program")
     p.add_argument("--out", help="also write the numbers as JSON here")
     p.set_defaults(func=cmd_bench)
     # Commands that live in their own modules add their own sub-parsers.
-    from clinigym import report
-    report.register(sub)
+    from clinigym import replay, report, validate
+    for module in (report, replay, validate):
+        module.register(sub)
     return parser
 
 

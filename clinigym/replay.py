@@ -31,10 +31,14 @@ import json
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
+
+if TYPE_CHECKING:   # the live stack is imported only when something runs
+    from clinigym.backends.local import LocalBackend
+    from clinigym.scenarios import Scenario
 
 DEFAULT_THRESHOLD = 0.9999
 OUTCOME_KEYS = ("hit", "correct", "transition_seen", "failure")
@@ -80,7 +84,7 @@ class Outcome:
     failure: str | None
 
     @classmethod
-    def of(cls, record: dict) -> "Outcome":
+    def of(cls, record: dict) -> Outcome:
         return cls(*(record.get(k) for k in OUTCOME_KEYS))
 
     def describe(self) -> str:
@@ -118,7 +122,7 @@ class ReplayReport:
 
 
 # -- replay ---------------------------------------------------------------------------
-def _scenario(header: dict):
+def _scenario(header: dict) -> Scenario:
     from clinigym.scenarios import load_scenario, select
     path = Path(header.get("scenario_path") or "")
     if path.suffix in (".yaml", ".yml") and path.exists():
@@ -136,7 +140,8 @@ def _action(record: dict) -> Any:
     return record["action"] if record.get("action") is not None else record.get("raw_action")
 
 
-def replay_episode(folder: Path, backend=None, threshold: float = DEFAULT_THRESHOLD) -> ReplayReport:
+def replay_episode(folder: Path, backend: LocalBackend | None = None,
+                   threshold: float = DEFAULT_THRESHOLD) -> ReplayReport:
     """Re-execute the episode's actions on its live program from a fresh reset.
     `backend`: a running LocalBackend of the episode's program to share (not closed here)."""
     from clinigym.envs.live import LiveEnv
@@ -165,8 +170,9 @@ def replay_episode(folder: Path, backend=None, threshold: float = DEFAULT_THRESH
             expected = load_rgb(episode.folder / record["before"])
             note = None
             if expected.shape != obs["screenshot"].shape:
-                sim, note = None, f"recorded frame is {expected.shape[1]}x{expected.shape[0]}, " \
-                                  f"live is {obs_size[0]}x{obs_size[1]}"
+                sim = None
+                note = (f"recorded frame is {expected.shape[1]}x{expected.shape[0]}, "
+                        f"live is {obs_size[0]}x{obs_size[1]}")
             else:
                 sim = similarity(expected, obs["screenshot"])
             obs, _, terminated, truncated, info = env.step(_action(record))
@@ -215,7 +221,8 @@ def cmd_replay(args) -> int:
                 if app not in backends:
                     backends[app] = LocalBackend(load_app(app))
                 report = replay_episode(folder, backends[app], args.threshold)
-            except Exception as exc:  # one broken episode must not hide the others' results
+            # One broken episode must not hide the others' results.
+            except Exception as exc:  # noqa: BLE001
                 print(f"error: {folder}: {exc.__class__.__name__}: {exc}", file=sys.stderr)
                 failed = True
                 continue

@@ -37,7 +37,8 @@ def run_episode(env: LiveEnv, agent, seed: int | None) -> dict:
 
 
 def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1,
-        seed: int = 0, recovery: bool = False, progress: bool = True) -> RunResult:
+        seed: int = 0, recovery: bool = False, progress: bool = True,
+        agent_options: dict | None = None) -> RunResult:
     out = Path(out)
     episodes_dir = out / "episodes"
     episodes_dir.mkdir(parents=True, exist_ok=True)
@@ -52,7 +53,7 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
             for scenario in app_scenarios:
                 env = LiveEnv(scenario, backend=backend, record_dir=episodes_dir,
                               recovery=recovery, agent_name=agent_name)
-                agent = make_agent(agent_name, env, seed)
+                agent = make_agent(agent_name, env, seed, **(agent_options or {}))
                 for ep in range(episodes):
                     bar.set_postfix_str(scenario.key)
                     try:
@@ -71,12 +72,13 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
 
 
 def run_static(dataset: Path, agent_name: str, out: Path, software: str | None = None, seed: int = 0,
-               single_step: bool = False, delta: float = 0.0, progress: bool = True) -> RunResult:
+               single_step: bool = False, delta: float = 0.0, progress: bool = True,
+               agent_options: dict | None = None) -> RunResult:
     """The same agents on a MedSPOT-format dataset's keyframes, one episode per task."""
     out = Path(out)
     env = StaticEnv(dataset, software=software, record_dir=out / "episodes", single_step=single_step,
                     delta=delta, agent_name=agent_name)
-    agent = make_agent(agent_name, env, seed)
+    agent = make_agent(agent_name, env, seed, **(agent_options or {}))
     errors = []
     for task in tqdm(env.tasks, desc=f"{agent_name} (static)", unit="task", disable=not progress):
         try:

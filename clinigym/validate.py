@@ -46,15 +46,22 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import yaml
 from PIL import Image
 
 from clinigym.replay import DEFAULT_THRESHOLD, Similarity, load_rgb, similarity
+
+if TYPE_CHECKING:   # the live stack is imported only when something runs
+    from clinigym.backends.local import LocalBackend
+    from clinigym.envs.live import LiveEnv
+    from clinigym.medspot import MedspotStep, MedspotTask
+    from clinigym.scenarios import Scenario, Step
 
 MIN_MATCH_SCORE = 0.9       # normalised cross-correlation for "found"
 DEFAULT_MAX_OFFSET = 5.0    # px; more than rounding between percent and pixel boxes
@@ -206,7 +213,7 @@ def load_scenario_map(path: Path) -> dict[str, str]:
     return data
 
 
-def _scenario(key: str):
+def _scenario(key: str) -> Scenario:
     from clinigym.scenarios import select
     found = select(key)
     exact = [s for s in found if s.key == key] or found
@@ -215,8 +222,8 @@ def _scenario(key: str):
     return exact[0]
 
 
-def _check_step(env, obs: dict, dataset: Path, step, live_step, threshold: float,
-                max_offset: float) -> tuple[StepCheck, dict, dict]:
+def _check_step(env: LiveEnv, obs: dict, dataset: Path, step: MedspotStep, live_step: Step,
+                threshold: float, max_offset: float) -> tuple[StepCheck, dict, dict]:
     """Compare one step before its action, run its ground-truth action; returns the check,
     the next observation and the step's info."""
     from clinigym import actions as act
@@ -247,7 +254,7 @@ def _check_step(env, obs: dict, dataset: Path, step, live_step, threshold: float
                         live_step.text if kind == "type" else None)
     check.action = action.to_json()
     obs, _, _, _, info = env.step(action)
-    check.hit, check.transition_seen, check.correct = info["hit"], info["transition_seen"], info["correct"]
+    check.hit, check.transition_seen, check.correct = info.get("hit"), info.get("transition_seen"), info["correct"]
 
     flags = check.flags
     if not path.exists():
@@ -262,13 +269,13 @@ def _check_step(env, obs: dict, dataset: Path, step, live_step, threshold: float
         flags.append(f"target content found {check.template.offset:.0f} px from the box")
     if check.box_offset is not None and check.box_offset > max_offset:
         flags.append(f"ground-truth box {check.box_offset:.0f} px from the live target")
-    if info["hit"] is False and target is not None:
+    if check.hit is False and target is not None:
         flags.append("ground-truth point misses the live target")
     if not info.get("action_type_ok", True) and kind != live_step.action:
         flags.append(f"action type {kind} differs from the live step's {live_step.action}")
     if info.get("invalid_action"):
         flags.append(f"ground-truth action invalid live: {info['invalid_action']}")
-    if info["transition_seen"] is not True:
+    if check.transition_seen is not True:
         flags.append("no transition after the ground-truth action")
     if info.get("final_check") is False:
         flags.append("final state check failed")
@@ -277,8 +284,8 @@ def _check_step(env, obs: dict, dataset: Path, step, live_step, threshold: float
     return check, obs, info
 
 
-def validate_task(dataset: Path, task, scenario, backend=None, threshold: float = DEFAULT_THRESHOLD,
-                  max_offset: float = DEFAULT_MAX_OFFSET) -> TaskCheck:
+def validate_task(dataset: Path, task: MedspotTask, scenario: Scenario, backend: LocalBackend | None = None,
+                  threshold: float = DEFAULT_THRESHOLD, max_offset: float = DEFAULT_MAX_OFFSET) -> TaskCheck:
     from clinigym.envs.live import LiveEnv
 
     result = TaskCheck(task.key, scenario.key, scenario.app)
@@ -312,7 +319,7 @@ def validate_task(dataset: Path, task, scenario, backend=None, threshold: float 
 
 
 def validate_dataset(dataset: Path, scenario_map: dict[str, str] | None = None,
-                     backends: Callable[[str], Any] | Mapping[str, Any] | None = None,
+                     backends: Callable[[str], LocalBackend] | Mapping[str, LocalBackend] | None = None,
                      threshold: float = DEFAULT_THRESHOLD,
                      max_offset: float = DEFAULT_MAX_OFFSET) -> ValidationReport:
     """Validate every mapped task of the dataset on its live program. `backends`: running
@@ -350,7 +357,8 @@ def validate_dataset(dataset: Path, scenario_map: dict[str, str] | None = None,
             try:
                 report.tasks.append(validate_task(dataset, task, scenario, backend_for(scenario.app),
                                                   threshold, max_offset))
-            except Exception as exc:  # a program that cannot start must not hide other tasks' results
+            # A program that cannot start must not hide the other tasks' results.
+            except Exception as exc:  # noqa: BLE001
                 report.tasks.append(TaskCheck(task.key, scenario.key, scenario.app,
                                               flags=[f"live run failed: {exc.__class__.__name__}: {exc}"]))
     finally:
@@ -364,27 +372,27 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def _step_row(s: StepCheck) -> str:
+    def sim(v: Similarity | None) -> str:
+        return "-" if v is None else f"{v.identical:.4f}"
+    content = "-" if s.template is None else (f"{s.template.offset:.0f} px" if s.template.found else "absent")
+    box = "-" if s.box_offset is None else f"{s.box_offset:.0f} px"
+    transition = {True: "yes", False: "no", None: "-"}[s.transition_seen]
+    return f"{s.step_id:>4} {sim(s.frame):>7} {sim(s.region):>7} {content:>10} {box:>7} {transition:>10}"
+
+
 def format_report(report: ValidationReport) -> str:
-    lines = [f"{'task':<16} {'scenario':<30} {'step':>4} {'frame':>7} {'region':>7} "
-             f"{'content':>10} {'box':>6} {'transition':>10}"]
+    lines = [(f"{'task':<16} {'scenario':<30} {'step':>4} {'frame':>7} {'region':>7} "
+              f"{'content':>10} {'box':>7} {'transition':>10}")]
     for t in report.tasks:
-        for flag in t.flags:
-            lines.append(f"{t.task:<16} {t.scenario:<30}    -  ! {flag}")
+        lines += [f"{t.task:<16} {t.scenario:<30}    ! {flag}" for flag in t.flags]
         for s in t.steps:
-            content = "-" if s.template is None else (f"{s.template.offset:.0f} px" if s.template.found else "absent")
-            lines.append(f"{t.task:<16} {t.scenario:<30} {s.step_id:>4} "
-                         f"{s.frame.identical if s.frame else float('nan'):>7.4f} "
-                         f"{s.region.identical if s.region else float('nan'):>7.4f} {content:>10} "
-                         f"{'-' if s.box_offset is None else f'{s.box_offset:.0f} px':>6} "
-                         f"{ {True: 'yes', False: 'no', None: '-'}[s.transition_seen]:>10}")
+            lines.append(f"{t.task:<16} {t.scenario:<30} {_step_row(s)}")
             lines += [f"{'':<52}! {flag}" for flag in s.flags]
-    lines.append("")
-    lines.append("fidelity (steps without a flag):")
-    for t in report.tasks:
-        lines.append(f"  task {t.task:<16} {t.scenario:<30} {_pct(t.fidelity):>7}")
-    for app, value in report.per_program().items():
-        lines.append(f"  program {app:<13} {_pct(value):>38}")
-    lines.append(f"  overall {'':<13} {_pct(report.fidelity()):>38}   ({report.flagged} flagged)")
+    lines += ["", "fidelity (steps without a flag):"]
+    lines += [f"  task    {t.task:<16} {t.scenario:<30} {_pct(t.fidelity):>7}" for t in report.tasks]
+    lines += [f"  program {app:<47} {_pct(v):>7}" for app, v in report.per_program().items()]
+    lines.append(f"  overall {'':<47} {_pct(report.fidelity()):>7}   ({report.flagged} flagged)")
     if report.skipped:
         lines.append(f"skipped (no live scenario): {', '.join(report.skipped)}")
     return "\n".join(lines)

@@ -16,7 +16,8 @@ def clinigym(*args, check=True):
     return done
 
 
-@pytest.mark.parametrize("sub", ["apps", "scenarios", "run", "score", "bench"])
+@pytest.mark.parametrize("sub", ["apps", "scenarios", "run", "score", "bench", "export", "report",
+                                 "replay", "validate", "agents"])
 def test_help_everywhere(sub):
     assert "usage: clinigym" in clinigym(sub, "--help").stdout
 
@@ -51,3 +52,9 @@ def test_malformed_scenario_clear_error(tmp_path):
     done = clinigym("scenarios", str(bad), check=False)
     assert done.returncode == 2
     assert f"{bad}: steps[0].target: Field required" in done.stderr
+
+
+def test_agents_lists_agents_and_families():
+    data = json.loads(clinigym("agents", "--json").stdout)
+    assert {"oracle", "random", "ocr", "http"} <= set(data["agents"])
+    assert {"ui-tars-1.5", "qwen2.5-vl", "aguvis", "cogagent", "seeclick", "gpt-4o"} <= set(data["families"])

@@ -1,0 +1,161 @@
+"""A small OpenAI-compatible server on loopback that answers like a chosen model family,
+grounding with a local grounder (the OCR agent by default). It lets every adapter be
+tested end to end over real HTTP on the real programs without model weights, and
+can be told to fail (HTTP 500, a timeout, malformed JSON, an empty answer).
+
+    with TestServer("ui-tars-1.5") as server:
+        agent = HttpAgent(family="ui-tars-1.5", base_url=server.url)
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+from PIL import Image
+
+from clinigym.agents.families import Family, get_family
+
+Grounder = Callable[[np.ndarray, str], "tuple[float, float] | None"]
+FAILURES = ("500", "timeout", "malformed", "empty")
+_MARK = "\u0000INSTRUCTION\u0000"
+
+
+def ocr_grounder() -> Grounder:
+    from clinigym.agents.ocr import OcrAgent
+    agent = OcrAgent()
+
+    def ground(rgb: np.ndarray, instruction: str):
+        return agent.act({"screenshot": rgb, "instruction": instruction, "step": 0}, {}).point
+    return ground
+
+
+def _texts(messages: list[dict]) -> str:
+    """The prompt's text (an assistant prefill is the answer's start, not the prompt)."""
+    parts = []
+    for m in messages:
+        if m.get("role") == "assistant":
+            continue
+        content = m.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts += [p.get("text", "") for p in content if p.get("type") in ("text", "input_text")]
+    return "\n".join(parts)
+
+
+def _image(messages: list[dict]) -> np.ndarray:
+    for m in messages:
+        for p in m.get("content") if isinstance(m.get("content"), list) else []:
+            url = p.get("image_url")
+            url = url.get("url") if isinstance(url, dict) else url
+            if url and url.startswith("data:image/"):
+                raw = base64.b64decode(url.split(",", 1)[1])
+                return np.asarray(Image.open(io.BytesIO(raw)).convert("RGB"))
+    raise ValueError("no image in the request")
+
+
+def instruction_of(family: Family, messages: list[dict], size: tuple[int, int], api: str) -> str:
+    """The step instruction inside the family's prompt: render the same prompt around
+    a marker and strip the text before and after it."""
+    probe = family.prompt(_MARK, size, "data:image/png;base64,")
+    template = _texts(probe.messages)
+    before, after = template.split(_MARK, 1)
+    text = _texts(messages)
+    start = text.find(before) + len(before) if before in text else 0
+    end = text.rfind(after) if after and after in text[start:] else len(text)
+    return text[start:end].strip()
+
+
+class TestServer:
+    __test__ = False   # not a pytest class
+
+    def __init__(self, family: str | Family, grounder: Grounder | None = None,
+                 failures: list[str] = (), hang: float = 5.0):
+        self.family = family if isinstance(family, Family) else get_family(family)
+        self._grounder = grounder
+        self.failures = list(failures)   # consumed one per request, then normal answers
+        for f in self.failures:
+            if f not in FAILURES:
+                raise ValueError(f"unknown failure {f!r}; known: {', '.join(FAILURES)}")
+        self.hang = hang
+        self.requests: list[dict] = []
+        self._lock = threading.RLock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def grounder(self) -> Grounder:
+        with self._lock:
+            if self._grounder is None:
+                self._grounder = ocr_grounder()
+            return self._grounder
+
+    def answer(self, body: dict, api: str) -> str:
+        """The family's native answer text for one request."""
+        messages = body["messages"] if api == "chat.completions" else body["input"]
+        rgb = _image(messages)
+        size = (rgb.shape[1], rgb.shape[0])
+        instruction = instruction_of(self.family, messages, size, api)
+        with self._lock:   # one grounding at a time: OCR is not re-entrant
+            point = self.grounder()(rgb, instruction)
+        # The image arrived at the family's sent size, which is its own resize target.
+        return self.family.format_answer([point], size) if point else "I cannot find that element."
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):   # keep test output clean
+                pass
+
+            def _send(self, status: int, payload: bytes, kind="application/json"):
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                server.requests.append(body)
+                failure = server.failures.pop(0) if server.failures else None
+                if failure == "500":
+                    return self._send(500, b'{"error": {"message": "injected failure"}}')
+                if failure == "timeout":
+                    time.sleep(server.hang)
+                if failure == "malformed":
+                    return self._send(200, b"{not json")
+                api = "responses" if self.path.endswith("/responses") else "chat.completions"
+                text = "" if failure == "empty" else server.answer(body, api)
+                if api == "responses":
+                    output = [json.loads(text)] if text.startswith("{") else \
+                        [{"type": "message", "content": [{"type": "output_text", "text": text}]}]
+                    reply = {"id": "resp-test", "object": "response", "output": output}
+                else:
+                    reply = {"id": "chatcmpl-test", "object": "chat.completion", "model": body.get("model"),
+                             "choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": text}}],
+                             "usage": {"prompt_tokens": 0, "completion_tokens": len(text.split())}}
+                self._send(200, json.dumps(reply).encode())
+
+        return Handler
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

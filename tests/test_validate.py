@@ -1,0 +1,162 @@
+"""`clinigym validate` on the real programs: a dataset exported from oracle runs is
+perfectly faithful to the live programs; faults injected into copies of it (a
+shifted box, a keyframe of another step, a click on nothing) are each flagged
+on the right step with the right reason."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clinigym.envs.live import LiveEnv
+from clinigym.export import to_medspot
+from clinigym.medspot import GroundTruth, MedspotStep, MedspotTask, write_dataset
+from clinigym.scenarios import all_scenarios
+from clinigym.validate import load_scenario_map, locate, register, validate_dataset
+
+SCENARIOS = {s.key: s for s in all_scenarios()}
+ORTHANC, DICOMSCOPE = "orthanc/open-patient-study", "dicomscope/view-image"
+
+
+def cli(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="clinigym")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(list(argv))
+    return args.func(args)
+
+
+@pytest.fixture(scope="module")
+def dataset(backends, tmp_path_factory) -> Path:
+    """Oracle episodes of an Orthanc and a DICOMscope scenario, exported to MedSPOT format."""
+    run = tmp_path_factory.mktemp("run")
+    for key in (ORTHANC, DICOMSCOPE):
+        env = LiveEnv(SCENARIOS[key], backend=backends(SCENARIOS[key].app), record_dir=run, agent_name="oracle")
+        env.reset(seed=0)
+        while True:
+            _, _, terminated, truncated, info = env.step(env.oracle_action())
+            assert info["correct"], info
+            if terminated or truncated:
+                break
+        env.close()
+    out = tmp_path_factory.mktemp("dataset")
+    tasks = to_medspot([run], out)
+    assert sorted(t.extra["clinigym"]["scenario"] for t in tasks) == [DICOMSCOPE, ORTHANC]
+    return out
+
+
+def task_key(dataset: Path, scenario: str) -> str:
+    from clinigym.medspot import read_dataset
+    return next(t.key for t in read_dataset(dataset) if t.extra["clinigym"]["scenario"] == scenario)
+
+
+def edit_annotation(folder: Path, key: str, change) -> None:
+    software, index = key.split("/")
+    path = folder / f"{software}_Annotation.json"
+    data = json.loads(path.read_text())
+    change(data["tasks"][int(index)]["steps"])
+    path.write_text(json.dumps(data))
+
+
+# -- without the live programs ------------------------------------------------------------
+def test_locate_finds_content_and_its_offset():
+    rng = np.random.default_rng(0)
+    frame = rng.integers(0, 256, (120, 200, 3), dtype=np.uint8)
+    content = frame[40:60, 70:110].copy()
+    assert locate(content, frame, (70, 40)).offset == 0
+    moved = locate(content, frame, (50, 37))           # the box says 20 px left, 3 px up
+    assert moved.found and (moved.dx, moved.dy) == (20, 3)
+    assert locate(np.full((20, 40, 3), 200, np.uint8), frame, (0, 0)) is None   # uniform
+    other = rng.integers(0, 256, (20, 40, 3), dtype=np.uint8)
+    assert not locate(other, frame, (70, 40)).found
+
+
+def test_scenario_map_files_and_unknown_tasks(tmp_path):
+    (tmp_path / "map.yaml").write_text("orthanc/0: orthanc/open-patient-study\n")
+    (tmp_path / "map.json").write_text(json.dumps({"orthanc/0": ORTHANC}))
+    expected = {"orthanc/0": ORTHANC}
+    assert load_scenario_map(tmp_path / "map.yaml") == load_scenario_map(tmp_path / "map.json") == expected
+    step = MedspotStep(1, "Images/x.png", "Click.", (GroundTruth("click", "", (1, 1, 5, 5)),))
+    write_dataset([MedspotTask("orthanc", 0, "Task.", (step,))], tmp_path / "ds")
+    with pytest.raises(ValueError, match="orthanc/7"):
+        validate_dataset(tmp_path / "ds", {"orthanc/7": ORTHANC})
+    report = validate_dataset(tmp_path / "ds", None)   # no scenario named: nothing runs
+    assert report.skipped == ["orthanc/0"] and report.tasks == []
+
+
+def test_help(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli("validate", "--help")
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage: clinigym validate" in out and "--scenario-map" in out and "--json" in out
+
+
+# -- on the live programs -----------------------------------------------------------------
+@pytest.mark.live
+def test_exported_dataset_is_perfectly_faithful(dataset, backends):
+    report = validate_dataset(dataset, None, backends)
+    assert report.flagged == 0, [(t.task, s.step_id, s.flags) for t in report.tasks for s in t.steps]
+    assert report.skipped == [] and sorted(t.scenario for t in report.tasks) == [DICOMSCOPE, ORTHANC]
+    assert report.fidelity() == 1.0 and report.per_program() == {"dicomscope": 1.0, "orthanc": 1.0}
+    for task in report.tasks:
+        assert task.fidelity == 1.0 and len(task.steps) == 3
+        for s in task.steps:
+            assert s.frame.identical == 1.0 and s.region.identical == 1.0
+            assert s.template.found and s.template.offset == 0
+            assert s.box_offset < 1 and s.hit and s.transition_seen and s.correct
+
+
+@pytest.mark.live
+def test_cli_with_a_scenario_map(dataset, tmp_path, capsys):
+    key = task_key(dataset, ORTHANC)
+    (tmp_path / "map.yaml").write_text(f"{key}: {ORTHANC}\n")
+    assert cli("validate", str(dataset), "--scenario-map", str(tmp_path / "map.yaml")) == 0
+    out = capsys.readouterr().out
+    assert "100.0%" in out and "(0 flagged)" in out and "skipped (no live scenario)" in out
+
+
+def shift_box(steps):          # (a) the box moved right by 10 % of the width
+    steps[1]["actions"][0]["bbox"][0] += 10
+
+
+def box_on_nothing(steps):     # (c) the box on an empty area: the click changes nothing
+    steps[1]["actions"][0]["bbox"] = [40, 50, 3, 2]
+
+
+def keyframe_of_another_step(folder: Path, steps):   # (b)
+    shutil.copyfile(folder / steps[2]["image_path"], folder / steps[1]["image_path"])
+
+
+FAULTS = {
+    "shifted-box": (ORTHANC, shift_box, "ground-truth box 192 px from the live target"),
+    "keyframe-of-another-step": (ORTHANC, keyframe_of_another_step, "keyframe differs from live screen"),
+    "click-on-nothing": (DICOMSCOPE, box_on_nothing, "no transition after the ground-truth action"),
+}
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("fault", FAULTS)
+def test_injected_fault_is_flagged(fault, dataset, backends, tmp_path, capsys):
+    scenario, inject, reason = FAULTS[fault]
+    copy = tmp_path / "dataset"
+    shutil.copytree(dataset, copy)
+    key = task_key(copy, scenario)
+    if inject is keyframe_of_another_step:
+        edit_annotation(copy, key, lambda steps: inject(copy, steps))
+    else:
+        edit_annotation(copy, key, inject)
+    report = validate_dataset(copy, {key: scenario}, backends)
+    [task] = report.tasks
+    flags = [s.flags for s in task.steps]
+    # Only the faulted step (the second) is flagged: the third is checked after recovery.
+    assert not flags[0] and not flags[2], flags
+    assert any(f.startswith(reason) for f in flags[1]), flags[1]
+    assert task.fidelity == pytest.approx(2 / 3) and report.flagged == 1
+    if fault == "keyframe-of-another-step":   # the command says so too, and exits 1
+        assert cli("validate", str(copy), "--json") == 1
+        data = json.loads(capsys.readouterr().out)
+        assert data["flagged"] == 1 and data["per_program"]["orthanc"] == pytest.approx(2 / 3)
