@@ -71,3 +71,36 @@ def test_instruction_extracted_from_each_template():
         prompt = family.build_messages("Open the 'File' menu.", (1920, 1080), "data:image/png;base64,")
         sent = family.resize_for((1920, 1080))
         assert instruction_of(family, prompt.messages, sent, prompt.api) == "Open the 'File' menu.", name
+
+
+@pytest.fixture(scope="module")
+def ocr_grounder():
+    """One grounder for every server: its OCR cache is shared, since a deterministic
+    program shows the same screens to every family."""
+    from clinigym.agents.testserver import ocr_grounder
+    return ocr_grounder()
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_every_family_end_to_end_on_live_orthanc(name, backends, ocr_grounder, tmp_path):
+    from clinigym.envs.live import LiveEnv
+    from clinigym.recording import read_episode
+    from clinigym.scenarios import select
+
+    scenario = select("orthanc/open-patient-study")[0]
+    with TestServer(name, ocr_grounder) as server:
+        env = LiveEnv(scenario, backend=backends("orthanc"), record_dir=tmp_path, agent_name=f"http:{name}")
+        agent = HttpAgent(env, family=name, base_url=server.url, model="test")
+        obs, info = env.reset(seed=0)
+        done = False
+        while not done:
+            obs, _, term, trunc, info = env.step(agent.act(obs, info))
+            done = term or trunc
+        env.close()
+    episode = read_episode(next(tmp_path.iterdir()))
+    assert episode.outcome["status"] == "complete", [s["failure"] for s in episode.steps]
+    assert len(server.requests) == len(scenario.steps)
+    for rec in episode.steps:   # raw text, parsed point, prompt and latency recorded per step
+        assert rec["agent"]["family"] == name and rec["agent"]["raw"] and rec["agent"]["points"]
+        assert rec["agent"]["latency"] > 0 and rec["agent"]["prompt"]

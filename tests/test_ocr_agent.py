@@ -169,7 +169,6 @@ def test_low_confidence_ocr_is_ignored():
 
 # -- icons ----------------------------------------------------------------------------------
 def test_icon_crops_are_fixtures_with_labels():
-    pytest.importorskip("cv2")
     import yaml
     for app, required in {"dicomscope": {"delete", "rotate", "invert", "presets", "flip"},
                           "aeskulap": {"invert", "layout-arrow", "preset-list"}}.items():
@@ -183,7 +182,7 @@ def test_icon_crops_are_fixtures_with_labels():
 
 
 def test_icon_fallback_finds_the_crop_and_only_the_crop():
-    cv2 = pytest.importorskip("cv2")
+    import cv2
     lib = IconLibrary(icon_folders("dicomscope"))
     delete = next(i for i in lib.icons if i.name == "delete")
     screen = np.full((1080, 1920, 3), 238, np.uint8)
@@ -207,7 +206,6 @@ def test_icon_fallback_finds_the_crop_and_only_the_crop():
 
 
 def test_icon_names_come_from_the_instruction_words():
-    pytest.importorskip("cv2")
     lib = IconLibrary(icon_folders("aeskulap"))
 
     def named(text):
@@ -303,7 +301,6 @@ def step_times(request):
 @pytest.mark.live
 @pytest.mark.parametrize("scenario", LIVE, ids=[s.key for s in LIVE])
 def test_ocr_agent_on_live_scenario(scenario, backends, tmp_path, step_times):
-    pytest.importorskip("rapidocr")
     from clinigym.envs.live import LiveEnv
     from clinigym.recording import read_episode
 
@@ -349,7 +346,6 @@ def test_ocr_agent_on_live_scenario(scenario, backends, tmp_path, step_times):
 def test_ocr_agent_runs_without_network(backends, tmp_path):
     """Ground a saved live frame in a process with no network at all (`unshare -n`):
     the same point as with the network."""
-    pytest.importorskip("rapidocr")
     from PIL import Image
 
     from clinigym.envs.live import LiveEnv

@@ -43,20 +43,9 @@ import numpy as np
 
 from clinigym.actions import Action
 
-try:
-    from rapidfuzz.distance import Levenshtein
-    _lev_similarity = Levenshtein.normalized_similarity
-except ImportError:  # pragma: no cover - rapidfuzz is the normal path; same result, slower
-    def _lev_similarity(a: str, b: str) -> float:
-        if not a and not b:
-            return 1.0
-        prev = list(range(len(b) + 1))
-        for i, ca in enumerate(a, 1):
-            cur = [i]
-            for j, cb in enumerate(b, 1):
-                cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-            prev = cur
-        return 1.0 - prev[-1] / max(len(a), len(b))
+from rapidfuzz.distance import Levenshtein
+
+_lev_similarity = Levenshtein.normalized_similarity
 
 # -- thresholds ---------------------------------------------------------------------------
 LABEL_THRESHOLD = 0.80      # quoted label vs text (after the partial-box penalty)
