@@ -84,9 +84,19 @@ def bench_app(name: str, repeats: int) -> dict:
             backend.display.grab().rgb
             grabs.append(time.monotonic() - t)
         pgids = backend.process_groups()
+        rss = rss_of_groups(pgids) / 2**20
+        # The OCR agent's time per step on this program's first screen, no cache.
+        from clinigym.agents.ocr import OcrAgent
+        ocr = OcrAgent(env, cache_size=0)
+        obs, info = env.reset(seed=0)
+        ocr_times = []
+        for _ in range(min(repeats, 5)):
+            t = time.monotonic()
+            ocr.act(obs, info)
+            ocr_times.append(time.monotonic() - t)
         return {"scenario": scenario.key, "screenshot": _dist(grabs), "reset": _dist(resets),
-                "step": {k: _dist(v) for k, v in phases.items()},
-                "rss_mb": rss_of_groups(pgids) / 2**20}
+                "step": {k: _dist(v) for k, v in phases.items()}, "rss_mb": rss,
+                "ocr_agent_step": _dist(ocr_times)}
     finally:
         env.close()
         backend.close()
@@ -96,7 +106,7 @@ def format_bench(result: dict) -> str:
     base = result["baseline"]
     lines = [f"{'program':<12} {'shot p50':>9} {'shot p95':>9} {'step p50':>9} {'step p95':>9} "
              f"{'inject':>7} {'settle':>7} {'capture':>7} {'reset p50':>10} {'reset p95':>10} "
-             f"{'RSS MB':>7} {'step/base':>9}"]
+             f"{'RSS MB':>7} {'step/base':>9} {'OCR p50':>8} {'OCR p95':>8}"]
     lines.append(f"{'(idle X)':<12} {base['screenshot']['p50_ms']:>9.1f} {base['screenshot']['p95_ms']:>9.1f} "
                  f"{base['step']['p50_ms']:>9.0f} {base['step']['p95_ms']:>9.0f}")
     for name, r in result["apps"].items():
@@ -106,9 +116,11 @@ def format_bench(result: dict) -> str:
             f"{name:<12} {r['screenshot']['p50_ms']:>9.1f} {r['screenshot']['p95_ms']:>9.1f} "
             f"{s['total']['p50_ms']:>9.0f} {s['total']['p95_ms']:>9.0f} {s['inject']['p50_ms']:>7.1f} "
             f"{s['settle']['p50_ms']:>7.0f} {s['capture']['p50_ms']:>7.1f} {r['reset']['p50_ms']:>10.0f} "
-            f"{r['reset']['p95_ms']:>10.0f} {r['rss_mb']:>7.0f} {ratio:>8.2f}x")
+            f"{r['reset']['p95_ms']:>10.0f} {r['rss_mb']:>7.0f} {ratio:>8.2f}x "
+            f"{r['ocr_agent_step']['p50_ms']:>8.0f} {r['ocr_agent_step']['p95_ms']:>8.0f}")
     lines.append("times in ms (p50/p95 over all steps of repeated oracle episodes); "
-                 "step/base = step p50 over the idle-display click-to-settled p50")
+                 "step/base = step p50 over the idle-display click-to-settled p50; "
+                 "OCR = the OCR agent's act() on the first screen, uncached")
     return "\n".join(lines)
 
 

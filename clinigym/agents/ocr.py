@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from clinigym.actions import Action
+from clinigym.agents.intent import QUOTE, TYPE_VERB, pointer_action
 
 from rapidfuzz.distance import Levenshtein
 
@@ -76,7 +77,6 @@ CONFIRM_LABELS = ("OK", "Yes")
 CONTAINER_NOUNS = ("menu", "section", "toolbar", "tool bar", "tools", "settings", "panel", "pane",
                    "area", "bar", "window", "dialog", "list", "sidebar", "viewer", "browser")
 
-_QUOTE = re.compile(r"(?<![\w])'([^']+?)'(?![\w])|\"([^\"]+)\"|‘([^’]+)’|“([^”]+)”")
 _PLACEHOLDER = re.compile(r"\x00(\d+)\x00")
 _CONTEXT = re.compile(
     r"\b(?:from|in|within|inside|under)\s+the\s+(?:(?:\x00\d+\x00|[\w^\-]+)\s+){0,2}?"
@@ -195,17 +195,9 @@ def parse_instruction(instruction: str) -> Intent:
         quotes.append(next(g for g in m.groups() if g is not None))
         return f" \x00{len(quotes) - 1}\x00 "
 
-    text = re.sub(r"\s+", " ", _QUOTE.sub(keep, instruction)).strip()
-    low = text.lower()
-    if re.search(r"\bdouble[\s-]?click", low):
-        action = "double_click"
-    elif re.search(r"\bright[\s-]?click", low):
-        action = "right_click"
-    elif re.search(r"\bhover\b|\bmouse over\b", low):
-        action = "hover"
-    else:
-        action = "click"
-    verb = re.search(r"\b(type|enter|input|write)\b", low)
+    text = re.sub(r"\s+", " ", QUOTE.sub(keep, instruction)).strip()
+    action = pointer_action(text)
+    verb = TYPE_VERB.search(text)
     if verb and quotes:
         after = [int(i) for i in _PLACEHOLDER.findall(text[verb.end():])]
         if after:
