@@ -2,10 +2,19 @@
 display and the real program), closed at the end."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from clinigym.apps import load_app
 from clinigym.backends.local import LocalBackend
+
+
+# MedSPOT's annotation files: shared/ lies beside the repository (here and in CI);
+# CLINIGYM_MEDSPOT points elsewhere.
+ANNOTATIONS = Path(os.environ.get(
+    "CLINIGYM_MEDSPOT", Path(__file__).resolve().parents[1].parent / "shared" / "medspot" / "annotations"))
 
 
 @pytest.fixture(scope="session")

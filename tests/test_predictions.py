@@ -4,7 +4,6 @@ Orthanc task 8 (Anonymize study), boxes in percent [x, y, w, h]:
 step 1 [93.74, 37.54, 2.35, 4.53], step 2 [47.37, 32.7, 15.2, 3.49], step 3 [68.51, 67.39, 6.26, 4.78].
 """
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,7 @@ from clinigym.medspot import read_dataset
 from clinigym.predictions import PredictionError, read_predictions, score_predictions
 from clinigym.scoring import metrics
 
-ANNOTATIONS = Path(__file__).resolve().parents[2] / "shared" / "medspot" / "annotations"
+from conftest import ANNOTATIONS
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from clinigym.envs.static import StaticEnv
 from clinigym.medspot import read_dataset, write_dataset
 from clinigym.scoring import score_dirs
 
-ANNOTATIONS = Path(__file__).resolve().parents[2] / "shared" / "medspot" / "annotations"
+from conftest import ANNOTATIONS
 SIZE = (320, 180)
 SOFTWARE = ("Orthanc", "DICOMscope")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

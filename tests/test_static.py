@@ -1,6 +1,5 @@
 """The static keyframe environment on MedSPOT's own annotation files, with synthetic
 placeholder keyframes (the real screenshots are not distributed)."""
-from pathlib import Path
 
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -11,7 +10,7 @@ from clinigym.judge import SMALL_AREA
 from clinigym.medspot import read_dataset, write_dataset
 from clinigym.scoring import score_dirs
 
-ANNOTATIONS = Path(__file__).resolve().parents[2] / "shared" / "medspot" / "annotations"
+from conftest import ANNOTATIONS
 SIZE = (320, 180)   # keyframe and observation size for speed; boxes are in percent
 
 
