@@ -116,3 +116,38 @@ def test_single_step_mode_scores_every_step(dataset, tmp_path):
     assert summary["tca"] == 0 and summary["shr"] == 0
     assert summary["single_step_accuracy"] == pytest.approx((sum(n) - len(n)) / sum(n))
     assert all(r.steps_correct == (False,) + (True,) * (r.n_steps - 1) for r in results)
+
+
+def test_random_agent_metrics_equal_recomputation(dataset, tmp_path):
+    """The random agent on every task; the scorer's numbers recomputed by hand from the
+    recorded points with the hit rule and PROTOCOL.md's formulas."""
+    from clinigym.agents import make_agent
+    from clinigym.judge import Box, failure_type, hit
+    from clinigym.recording import episode_folders, read_episode
+
+    env = StaticEnv(dataset, observation_size=SIZE, record_dir=tmp_path, agent_name="random")
+    agent = make_agent("random", env, seed=7)
+    run(env, lambda e, obs: agent.act(obs, {}), len(env.tasks))
+    summary, _ = score_dirs([tmp_path])
+    c, n, labels = [], [], {}
+    for folder in episode_folders(tmp_path):
+        ep = read_episode(folder)
+        ok = 0
+        for rec in ep.steps:
+            box = Box(*rec["target_box"])
+            point = rec["action"]["point"]
+            if not hit(point, box):
+                label = failure_type(point, box, *SIZE)
+                labels[label] = labels.get(label, 0) + 1
+                break
+            ok += 1
+        c.append(ok)
+        n.append(ep.header["n_steps"])
+    t = len(n)
+    assert t == 216
+    assert summary["tca"] == pytest.approx(sum(ci == ni for ci, ni in zip(c, n)) / t)
+    assert summary["s1a"] == pytest.approx(sum(ci >= 1 for ci in c) / t)
+    assert summary["shr"] == pytest.approx(sum(c) / sum(n))
+    assert summary["wps"] == pytest.approx(sum(sum(0.8 ** i for i in range(ci)) for ci in c) / t)
+    assert summary["failures"] == labels
+    assert summary["tca"] < 1.0
