@@ -14,7 +14,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from PIL import Image
 
@@ -25,6 +24,7 @@ from clinigym.backends.local import LocalBackend
 from clinigym.conditions import holds
 from clinigym.display import Frame, Geometry, InputError
 from clinigym.envs import spaces
+from clinigym.envs.base import ScreenEnv
 from clinigym.judge import Box
 from clinigym.recording import EpisodeRecorder, new_episode
 from clinigym.scenarios import Scenario, SetupStep, load_scenario
@@ -62,11 +62,9 @@ def package_version(package: str) -> str:
     return done.stdout.strip() or "not installed"
 
 
-class LiveEnv(gym.Env):
+class LiveEnv(ScreenEnv):
     """One scenario on its live program. Pass `backend` to share a running program
     between environments (the caller then closes it)."""
-
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
     def __init__(self, scenario: Scenario | str | Path, backend: LocalBackend | None = None,
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
@@ -384,19 +382,10 @@ class LiveEnv(gym.Env):
         return {"status": status, "steps_correct": self._step_index, "actions": self._actions,
                 "reason": info.get("truncated_reason") or info.get("failure")}
 
-    def _finish_recording(self, outcome: dict) -> None:
-        if self._recorder:
-            self._recorder.finish(outcome)
-            self._recorder = None
-
-    def render(self):
-        return None if self._obs_rgb is None else self._obs_rgb.copy()
-
     def close(self) -> None:
-        self._finish_recording({"status": "abandoned"})
+        super().close()
         if self._owns_backend:
             self.backend.close()
-        super().close()
 
 
 class TargetNotFound(RuntimeError):

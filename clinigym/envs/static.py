@@ -11,21 +11,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from PIL import Image
 
 from clinigym import actions as act
 from clinigym import judge
 from clinigym.envs import spaces
+from clinigym.envs.base import ScreenEnv
 from clinigym.judge import Box
 from clinigym.medspot import DatasetError, MedspotStep, MedspotTask, image_of, read_dataset
 from clinigym.recording import EpisodeRecorder, new_episode
 
 
-class StaticEnv(gym.Env):
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
-
+class StaticEnv(ScreenEnv):
     def __init__(self, dataset: str | Path, software: str | None = None, tasks: list[int] | None = None,
                  observation_size: tuple[int, int] = (1920, 1080), delta: float = 0.0,
                  record_dir: str | Path | None = None, recovery: bool = False,
@@ -104,7 +102,7 @@ class StaticEnv(gym.Env):
     # -- API --------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        self._finish({"status": "abandoned"})
+        self._finish_recording({"status": "abandoned"})
         if options and "task" in options:
             key = options["task"]
             matches = [i for i, t in enumerate(self.tasks) if key in (t.key, t.index)]
@@ -168,7 +166,7 @@ class StaticEnv(gym.Env):
             self._recorder.step(record, before, None)
             if self._done:
                 status = "complete" if self._hits == len(self._steps) else ("truncated" if truncated else "failed")
-                self._finish({"status": status, "steps_correct": self._i, "actions": self._actions,
+                self._finish_recording({"status": status, "steps_correct": self._i, "actions": self._actions,
                               "reason": failure})
         return obs, float(hit), terminated, truncated, info
 
@@ -184,14 +182,3 @@ class StaticEnv(gym.Env):
             "coordinates": spaces.coordinates_info(self.obs_w, self.obs_h, self.obs_w, self.obs_h),
             "steps": [{"instruction": s.text, "action": s.actions[0].type} for s in self._steps]})
 
-    def _finish(self, outcome: dict) -> None:
-        if self._recorder:
-            self._recorder.finish(outcome)
-            self._recorder = None
-
-    def render(self):
-        return None if self._obs_rgb is None else self._obs_rgb.copy()
-
-    def close(self) -> None:
-        self._finish({"status": "abandoned"})
-        super().close()
