@@ -3,7 +3,6 @@ baseline measured in the same command (ratios are against it)."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -11,7 +10,8 @@ import numpy as np
 
 from clinigym.agents.oracle import OracleAgent
 from clinigym.apps import load_app
-from clinigym.backends.local import LocalBackend
+from clinigym.backends import make_backend
+from clinigym.backends.local import host_release
 from clinigym.display import DisplaySession
 from clinigym.envs.live import LiveEnv
 from clinigym.scenarios import all_scenarios
@@ -20,23 +20,6 @@ from clinigym.scenarios import all_scenarios
 def _dist(values: list[float]) -> dict:
     a = np.asarray(values) * 1000
     return {"n": len(values), "p50_ms": float(np.percentile(a, 50)), "p95_ms": float(np.percentile(a, 95))}
-
-
-def rss_of_groups(pgids: set[int]) -> int:
-    """Resident memory (bytes) of every process in the given process groups."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if os.getpgid(int(entry)) not in pgids:
-                continue
-            for line in open(f"/proc/{entry}/status"):
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        except (OSError, ProcessLookupError):
-            continue
-    return total
 
 
 def bench_baseline(repeats: int) -> dict:
@@ -58,33 +41,42 @@ def bench_baseline(repeats: int) -> dict:
         display.close()
 
 
-def bench_app(name: str, repeats: int) -> dict:
+def _oracle_steps(env: LiveEnv, repeats: int, phases: dict[str, list[float]], seed: int = 0) -> None:
+    oracle = OracleAgent(env)
+    for i in range(repeats):
+        obs, info = env.reset(seed=seed + i)
+        done = False
+        while not done:
+            obs, _, term, trunc, info = env.step(oracle.act(obs, info))
+            done = term or trunc
+            for k in phases:
+                phases[k].append(info["timings"].get(k, 0.0))
+
+
+def bench_app(name: str, repeats: int, kind: str = "local") -> dict:
     app = load_app(name)
     scenario = next(s for s in all_scenarios() if s.app == name)
-    backend = LocalBackend(app)
+    backend = make_backend(app, kind)
     env = LiveEnv(scenario, backend=backend)
-    oracle = OracleAgent(env)
     try:
-        resets, grabs = [], []
+        resets, recreates, grabs = [], [], []
         phases: dict[str, list[float]] = {"inject": [], "settle": [], "capture": [], "total": []}
         for _ in range(repeats):
             t = time.monotonic()
             backend.reset()          # kill, restore pristine state, relaunch, ready, settled
             resets.append(time.monotonic() - t)
-        for i in range(repeats):
-            obs, info = env.reset(seed=i)
-            done = False
-            while not done:
-                obs, _, term, trunc, info = env.step(oracle.act(obs, info))
-                done = term or trunc
-                for k in phases:
-                    phases[k].append(info["timings"].get(k, 0.0))
+        if kind == "docker":         # the fallback: a new container, then the same reset
+            for _ in range(min(repeats, 5)):
+                t = time.monotonic()
+                backend.recreate()
+                backend.reset()
+                recreates.append(time.monotonic() - t)
+        _oracle_steps(env, repeats, phases)
         for _ in range(repeats):
             t = time.monotonic()
             backend.display.grab().rgb
             grabs.append(time.monotonic() - t)
-        pgids = backend.process_groups()
-        rss = rss_of_groups(pgids) / 2**20
+        memory = backend.memory_bytes() / 2**20
         # The OCR agent's time per step on this program's first screen, no cache.
         from clinigym.agents.ocr import OcrAgent
         ocr = OcrAgent(env, cache_size=0)
@@ -94,39 +86,82 @@ def bench_app(name: str, repeats: int) -> dict:
             t = time.monotonic()
             ocr.act(obs, info)
             ocr_times.append(time.monotonic() - t)
-        return {"scenario": scenario.key, "screenshot": _dist(grabs), "reset": _dist(resets),
-                "step": {k: _dist(v) for k, v in phases.items()}, "rss_mb": rss,
-                "ocr_agent_step": _dist(ocr_times)}
+        result = {"scenario": scenario.key, "backend": kind, "screenshot": _dist(grabs),
+                  "reset": _dist(resets), "step": {k: _dist(v) for k, v in phases.items()},
+                  "rss_mb": memory, "ocr_agent_step": _dist(ocr_times)}
+        if recreates:
+            result["recreate"] = _dist(recreates)
+        return result
     finally:
         env.close()
         backend.close()
 
 
+def bench_side_by_side(name: str, kind: str, repeats: int, limit: int = 8) -> dict:
+    """Environments of one program stepping at the same time, one more each round, until
+    the step p50 is twice that of a single environment (or `limit` is reached)."""
+    from concurrent.futures import ThreadPoolExecutor
+    scenario = next(s for s in all_scenarios() if s.app == name)
+    envs: list[LiveEnv] = []
+    rounds = []
+    try:
+        for n in range(1, limit + 1):
+            envs.append(LiveEnv(scenario, backend=kind))
+            envs[-1].reset(seed=0)   # start it before timing
+            per_env = [{"total": []} for _ in envs]
+            with ThreadPoolExecutor(len(envs)) as pool:
+                list(pool.map(lambda pair: _oracle_steps(pair[0], repeats, pair[1]), zip(envs, per_env)))
+            steps = [t for phases in per_env for t in phases["total"]]
+            rounds.append({"environments": n, "step": _dist(steps)})
+            if rounds[-1]["step"]["p50_ms"] > 2 * rounds[0]["step"]["p50_ms"]:
+                break
+    finally:
+        for env in envs:
+            env.close()
+    fit = [r["environments"] for r in rounds if r["step"]["p50_ms"] <= 2 * rounds[0]["step"]["p50_ms"]]
+    return {"app": name, "backend": kind, "rounds": rounds, "max_before_doubling": max(fit),
+            "limit_reached": len(rounds) == limit and fit[-1] == limit}
+
+
 def format_bench(result: dict) -> str:
     base = result["baseline"]
-    lines = [f"{'program':<12} {'shot p50':>9} {'shot p95':>9} {'step p50':>9} {'step p95':>9} "
-             f"{'inject':>7} {'settle':>7} {'capture':>7} {'reset p50':>10} {'reset p95':>10} "
-             f"{'RSS MB':>7} {'step/base':>9} {'OCR p50':>8} {'OCR p95':>8}"]
-    lines.append(f"{'(idle X)':<12} {base['screenshot']['p50_ms']:>9.1f} {base['screenshot']['p95_ms']:>9.1f} "
+    lines = [f"{'program':<12} {'backend':<7} {'shot p50':>9} {'step p50':>9} {'step p95':>9} "
+             f"{'inject':>7} {'settle':>7} {'reset p50':>10} {'reset p95':>10} {'recreate p50/p95':>17} "
+             f"{'mem MB':>7} {'step/base':>9} {'OCR p50':>8} {'OCR p95':>8}"]
+    lines.append(f"{'(idle X)':<12} {'local':<7} {base['screenshot']['p50_ms']:>9.1f} "
                  f"{base['step']['p50_ms']:>9.0f} {base['step']['p95_ms']:>9.0f}")
-    for name, r in result["apps"].items():
+    for r in result["apps"]:
         s = r["step"]
         ratio = s["total"]["p50_ms"] / base["step"]["p50_ms"]
+        rec = r.get("recreate")
+        recreate = f"{rec['p50_ms']:.0f}/{rec['p95_ms']:.0f}" if rec else "-"
         lines.append(
-            f"{name:<12} {r['screenshot']['p50_ms']:>9.1f} {r['screenshot']['p95_ms']:>9.1f} "
+            f"{r['app']:<12} {r['backend']:<7} {r['screenshot']['p50_ms']:>9.1f} "
             f"{s['total']['p50_ms']:>9.0f} {s['total']['p95_ms']:>9.0f} {s['inject']['p50_ms']:>7.1f} "
-            f"{s['settle']['p50_ms']:>7.0f} {s['capture']['p50_ms']:>7.1f} {r['reset']['p50_ms']:>10.0f} "
-            f"{r['reset']['p95_ms']:>10.0f} {r['rss_mb']:>7.0f} {ratio:>8.2f}x "
+            f"{s['settle']['p50_ms']:>7.0f} {r['reset']['p50_ms']:>10.0f} {r['reset']['p95_ms']:>10.0f} "
+            f"{recreate:>17} {r['rss_mb']:>7.0f} {ratio:>8.2f}x "
             f"{r['ocr_agent_step']['p50_ms']:>8.0f} {r['ocr_agent_step']['p95_ms']:>8.0f}")
+    for sc in result.get("side_by_side", []):
+        rounds = ", ".join(f"{r['environments']}: {r['step']['p50_ms']:.0f}" for r in sc["rounds"])
+        lines.append(f"side by side, {sc['app']} on {sc['backend']}: step p50 ms by environments ({rounds}); "
+                     f"{sc['max_before_doubling']} run before the step p50 doubles"
+                     + (" (limit reached)" if sc["limit_reached"] else ""))
     lines.append("times in ms (p50/p95 over all steps of repeated oracle episodes); "
-                 "step/base = step p50 over the idle-display click-to-settled p50; "
-                 "OCR = the OCR agent's act() on the first screen, uncached")
+                 "step/base = step p50 over the idle-display click-to-settled p50; reset = restart in "
+                 "place, recreate = new container + reset; mem = RSS (local) or container memory "
+                 "without page cache (docker); OCR = the OCR agent's act() on the first screen, uncached")
     return "\n".join(lines)
 
 
-def run_bench(apps: list[str], repeats: int, out: Path | None) -> int:
+def run_bench(apps: list[str], repeats: int, out: Path | None, backends: list[str] = ("local",),
+              side_by_side: str | None = "dicomscope") -> int:
     result = {"repeats": repeats, "baseline": bench_baseline(repeats),
-              "apps": {name: bench_app(name, repeats) for name in apps}}
+              "apps": [bench_app(name, repeats, kind) | {"app": name}
+                       for kind in backends for name in apps
+                       if kind == "docker" or load_app(name).release == host_release()]}
+    if side_by_side:
+        result["side_by_side"] = [bench_side_by_side(side_by_side, kind, max(2, repeats // 3))
+                                  for kind in backends]
     print(format_bench(result))
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)

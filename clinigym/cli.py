@@ -10,6 +10,7 @@ from pathlib import Path
 
 from clinigym.agents import AGENTS
 from clinigym.apps import app_names, load_app
+from clinigym.backends import KINDS
 from clinigym.specfile import SpecError
 
 
@@ -85,7 +86,8 @@ def cmd_run(args) -> int:
                             agent_options=options)
     else:
         result = run(select(args.scenario), args.agent, Path(args.out), args.episodes, args.seed,
-                     args.recovery, progress=not args.no_progress, agent_options=options)
+                     args.recovery, progress=not args.no_progress, agent_options=options,
+                     backend=args.backend)
     if args.json:
         print(json.dumps(result.summary, indent=2))
     else:
@@ -149,7 +151,30 @@ def cmd_agents(args) -> int:
 
 def cmd_bench(args) -> int:
     from clinigym.bench import run_bench
-    return run_bench(args.apps or app_names(), args.repeats, Path(args.out) if args.out else None)
+    return run_bench(args.apps or app_names(), args.repeats, Path(args.out) if args.out else None,
+                     args.backends)
+
+
+def cmd_images(args) -> int:
+    from clinigym.images import ImageError, build_app, build_base
+    names = args.apps or app_names()
+    try:
+        for release in sorted({load_app(n).release for n in names}):
+            build_base(release, force=args.force)
+        for name in names:
+            build_app(load_app(name), force=args.force)
+    except ImageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_cleanup(args) -> int:
+    from clinigym.backends.docker import cleanup
+    removed = cleanup(all_containers=args.all)
+    print(json.dumps(removed) if args.json else (f"removed {len(removed)} container(s)"
+                                                 + "".join(f"\n  {n}" for n in removed)))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -182,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=1, help="episodes per scenario")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--recovery", action="store_true", help="continue after errors (PROTOCOL.md)")
+    p.add_argument("--backend", choices=KINDS,
+                   help="where programs run (default: $CLINIGYM_BACKEND, else local for programs "
+                        "of this machine's Debian release, docker for the others)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--overwrite", action="store_true", help="replace a run already in --out")
@@ -212,10 +240,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--apps", nargs="*", help="programs (default: all)")
     p.add_argument("--repeats", type=int, default=10, help="resets and oracle episodes per program")
     p.add_argument("--out", help="also write the numbers as JSON here")
+    p.add_argument("--backends", nargs="*", choices=KINDS, default=["local"],
+                   help="backends to measure (docker adds restart vs recreate and side-by-side scaling)")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("images", help="build the Docker images: Debian bases (debootstrap) and one per program")
+    p.add_argument("apps", nargs="*", help="programs (default: all)")
+    p.add_argument("--force", action="store_true", help="rebuild even when the inputs did not change")
+    p.set_defaults(func=cmd_images)
+
+    p = sub.add_parser("cleanup", help="remove containers left by clinigym runs that are gone")
+    p.add_argument("--all", action="store_true", help="every clinigym container, also of live runs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_cleanup)
     # Commands that live in their own modules add their own sub-parsers.
-    from clinigym import replay, report, validate
-    for module in (report, replay, validate):
+    from clinigym import liveview, replay, report, validate
+    for module in (report, replay, validate, liveview):
         module.register(sub)
     return parser
 

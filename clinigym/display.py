@@ -72,19 +72,22 @@ class DisplaySession:
     """Owns one Xvfb server and its window manager; screenshots and XTest input."""
 
     def __init__(self, geometry: Geometry = Geometry(), window_manager: str | None = "openbox",
-                 socket_dir: Path | None = None):
+                 number: int | None = None):
+        """Starts Xvfb and the window manager; with `number`, attaches to a display that
+        runs elsewhere (a container) and whose window manager that side starts."""
         self.geometry = geometry
         self._procs: list[subprocess.Popen] = []
         self._workdir = Path(tempfile.mkdtemp(prefix="clinigym-display-"))
         self._vnc: subprocess.Popen | None = None
-        self.number = self._start_xvfb()
+        self.number = self._start_xvfb() if number is None else number
         self.name = f":{self.number}"
         self._x = xdisplay.Display(self.name)
         self._root = self._x.screen().root
         self._grabber = mss.MSS(display=self.name)
         self._monitor = {"left": 0, "top": 0, "width": geometry.width, "height": geometry.height}
-        if window_manager:
+        if window_manager and number is None:
             self._start_window_manager(window_manager)
+        self._wait_window_manager(window_manager)
 
     # -- lifecycle -----------------------------------------------------------------
     def _start_xvfb(self) -> int:
@@ -111,6 +114,10 @@ class DisplaySession:
             [command], env=self.env(), stdout=subprocess.DEVNULL,
             stderr=open(self._workdir / "wm.log", "wb"), start_new_session=True)
         self._procs.append(proc)
+
+    def _wait_window_manager(self, command: str | None) -> None:
+        if not command:
+            return
         atom = self._x.intern_atom("_NET_SUPPORTING_WM_CHECK")
         wait_for(lambda: self._root.get_full_property(atom, X.AnyPropertyType) is not None,
                  timeout=10, what=f"window manager {command} on {self.name}")
@@ -138,6 +145,11 @@ class DisplaySession:
                     proc.wait()
         self._procs.clear()
         self._vnc = None
+        for conn in (self._grabber, self._x):
+            try:
+                conn.close()
+            except Exception:  # the server may be gone already; nothing is left to release
+                pass
         shutil.rmtree(self._workdir, ignore_errors=True)
 
     # -- windows ---------------------------------------------------------------------

@@ -37,7 +37,7 @@ import numpy as np
 from PIL import Image
 
 if TYPE_CHECKING:   # the live stack is imported only when something runs
-    from clinigym.backends.local import LocalBackend
+    from clinigym.backends import Backend
     from clinigym.scenarios import Scenario
 
 DEFAULT_THRESHOLD = 0.9999
@@ -140,10 +140,10 @@ def _action(record: dict) -> Any:
     return record["action"] if record.get("action") is not None else record.get("raw_action")
 
 
-def replay_episode(folder: Path, backend: LocalBackend | None = None,
+def replay_episode(folder: Path, backend: Backend | None = None,
                    threshold: float = DEFAULT_THRESHOLD) -> ReplayReport:
     """Re-execute the episode's actions on its live program from a fresh reset.
-    `backend`: a running LocalBackend of the episode's program to share (not closed here)."""
+    `backend`: a running backend of the episode's program to share (not closed here)."""
     from clinigym.envs.live import LiveEnv
     from clinigym.recording import read_episode
 
@@ -205,21 +205,23 @@ def format_report(report: ReplayReport) -> str:
 
 def cmd_replay(args) -> int:
     from clinigym.apps import load_app
-    from clinigym.backends.local import LocalBackend
+    from clinigym.backends import KINDS, Backend, make_backend
     from clinigym.recording import episode_folders, read_episode
 
     folders = [f for d in args.episodes for f in episode_folders(Path(d))]
     if not folders:
         print(f"no recorded episodes under {' '.join(args.episodes)}", file=sys.stderr)
         return 1
-    backends: dict[str, LocalBackend] = {}   # one running program per app for all episodes
+    backends: dict[str, Backend] = {}   # one running program per app for all episodes
     reports, failed = [], False
     try:
         for folder in folders:
             try:
-                app = read_episode(folder).header["app"]
-                if app not in backends:
-                    backends[app] = LocalBackend(load_app(app))
+                header = read_episode(folder).header
+                app = header["app"]
+                if app not in backends:   # on the backend kind the episode was recorded on
+                    kind = args.backend or (header.get("backend") if header.get("backend") in KINDS else None)
+                    backends[app] = make_backend(load_app(app), kind)
                 report = replay_episode(folder, backends[app], args.threshold)
             # One broken episode must not hide the others' results.
             except Exception as exc:  # noqa: BLE001
@@ -245,6 +247,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                     "with the recorded outcome. Exit 0 when every action matches, 1 otherwise.")
     p.add_argument("episodes", nargs="+", help="episode folders, or run folders holding episodes")
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.add_argument("--backend", choices=("local", "docker"),
+                   help="where to run the program (default: the backend the episode was recorded on)")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"fraction of identical pixels for a screen to match (default {DEFAULT_THRESHOLD})")
     p.set_defaults(func=cmd_replay)

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from clinigym.agents import make_agent
 from clinigym.apps import load_app
-from clinigym.backends.local import LocalBackend
+from clinigym.backends import make_backend
 from clinigym.envs.live import LiveEnv
 from clinigym.envs.static import StaticEnv
 from clinigym.scenarios import Scenario
@@ -38,7 +38,7 @@ def run_episode(env: LiveEnv, agent, seed: int | None) -> dict:
 
 def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1,
         seed: int = 0, recovery: bool = False, progress: bool = True,
-        agent_options: dict | None = None) -> RunResult:
+        agent_options: dict | None = None, backend: str | None = None) -> RunResult:
     out = Path(out)
     episodes_dir = out / "episodes"
     episodes_dir.mkdir(parents=True, exist_ok=True)
@@ -48,10 +48,10 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
     errors = []
     bar = tqdm(total=len(scenarios) * episodes, desc=f"{agent_name}", unit="ep", disable=not progress)
     for app_name, app_scenarios in by_app.items():
-        backend = LocalBackend(load_app(app_name))
+        program = make_backend(load_app(app_name), backend)
         try:
             for scenario in app_scenarios:
-                env = LiveEnv(scenario, backend=backend, record_dir=episodes_dir,
+                env = LiveEnv(scenario, backend=program, record_dir=episodes_dir,
                               recovery=recovery, agent_name=agent_name)
                 agent = make_agent(agent_name, env, seed, **(agent_options or {}))
                 for ep in range(episodes):
@@ -66,7 +66,7 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
                     bar.update(1)
                 env.close()
         finally:
-            backend.close()
+            program.close()
     bar.close()
     return _finish(out, errors, agent=agent_name, episodes=episodes, seed=seed, recovery=recovery)
 

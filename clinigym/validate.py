@@ -58,7 +58,7 @@ from PIL import Image
 from clinigym.replay import DEFAULT_THRESHOLD, Similarity, load_rgb, similarity
 
 if TYPE_CHECKING:   # the live stack is imported only when something runs
-    from clinigym.backends.local import LocalBackend
+    from clinigym.backends import Backend
     from clinigym.envs.live import LiveEnv
     from clinigym.medspot import MedspotStep, MedspotTask
     from clinigym.scenarios import Scenario, Step
@@ -284,7 +284,7 @@ def _check_step(env: LiveEnv, obs: dict, dataset: Path, step: MedspotStep, live_
     return check, obs, info
 
 
-def validate_task(dataset: Path, task: MedspotTask, scenario: Scenario, backend: LocalBackend | None = None,
+def validate_task(dataset: Path, task: MedspotTask, scenario: Scenario, backend: Backend | None = None,
                   threshold: float = DEFAULT_THRESHOLD, max_offset: float = DEFAULT_MAX_OFFSET) -> TaskCheck:
     from clinigym.envs.live import LiveEnv
 
@@ -319,14 +319,14 @@ def validate_task(dataset: Path, task: MedspotTask, scenario: Scenario, backend:
 
 
 def validate_dataset(dataset: Path, scenario_map: dict[str, str] | None = None,
-                     backends: Callable[[str], LocalBackend] | Mapping[str, LocalBackend] | None = None,
+                     backends: Callable[[str], Backend] | Mapping[str, Backend] | None = None,
                      threshold: float = DEFAULT_THRESHOLD,
                      max_offset: float = DEFAULT_MAX_OFFSET) -> ValidationReport:
     """Validate every mapped task of the dataset on its live program. `backends`: running
     programs to share, as a mapping or a function of the app name (they are not closed);
-    without it, one LocalBackend per program is started and closed here."""
+    without it, one backend per program (default kind) is started and closed here."""
     from clinigym.apps import load_app
-    from clinigym.backends.local import LocalBackend
+    from clinigym.backends import make_backend
     from clinigym.medspot import read_dataset
 
     dataset = Path(dataset)
@@ -340,12 +340,12 @@ def validate_dataset(dataset: Path, scenario_map: dict[str, str] | None = None,
         keys = {t.key: (t.extra.get("clinigym") or {}).get("scenario") for t in tasks}
     report = ValidationReport(str(dataset), threshold, max_offset,
                               skipped=[t.key for t in tasks if not keys[t.key]])
-    own: dict[str, LocalBackend] = {}
+    own: dict[str, Backend] = {}
 
     def backend_for(app: str):
         if backends is None:
             if app not in own:
-                own[app] = LocalBackend(load_app(app))
+                own[app] = make_backend(load_app(app))
             return own[app]
         return backends(app) if callable(backends) else backends[app]
 

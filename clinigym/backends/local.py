@@ -1,69 +1,34 @@
-"""The local backend: the program runs on this machine, on its own Xvfb display.
-
-Lifecycle: `reset()` kills the program's process groups, restores the pristine
-state folder (made once by the program file's `prepare` steps) and relaunches
-every process, waiting for each one's readiness and then for a settled screen.
-"""
+"""The local backend: the program runs on this machine, on its own Xvfb display."""
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
-import time
 from pathlib import Path
 
-import requests
+from clinigym.backends.base import Backend, ProgramDied, base_environment
+from clinigym.apps import AppSpec, npm_variables
+from clinigym.display import DisplaySession, Geometry
 
-from clinigym.apps import AppSpec, Process, render
-from clinigym.browser import DevTools, chromium_command
-from clinigym.conditions import Target
-from clinigym.display import DisplaySession, Frame, Geometry
-from clinigym.fixtures import write_studies
-from clinigym.judge import Box
-from clinigym.ports import free_port
-from clinigym.waiting import Abort, WaitTimeout, wait_for
+__all__ = ["LocalBackend", "ProgramDied"]
 
 
-class ProgramDied(Abort, RuntimeError):
-    """A process of the program exited while it was expected to run."""
-
-
-class LocalBackend:
+class LocalBackend(Backend):
     kind = "local"
 
     def __init__(self, app: AppSpec, geometry: Geometry = Geometry()):
-        self.app = app
-        self.geometry = geometry
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"clinigym-{app.name}-"))
-        self.state = self.workdir / "state"
-        self.pristine = self.workdir / "pristine"
-        self.logs = self.workdir / "logs"
-        self.logs.mkdir()
-        self.ports = {name: free_port() for name in app.ports}
-        self.display: DisplaySession | None = None
+        host = host_release()
+        if app.release != host:
+            raise RuntimeError(f"{app.name} needs Debian {app.release} packages and this machine runs "
+                               f"{host}: use the Docker backend (--backend docker)")
+        super().__init__(app, geometry)
         self.procs: dict[str, subprocess.Popen] = {}
-        self.devtools: DevTools | None = None
-        self._http = requests.Session()
-        self._http.trust_env = False  # loopback only: never through a proxy
 
-    # -- variables ----------------------------------------------------------------------
     @property
     def variables(self) -> dict[str, str]:
-        g = self.geometry
-        v = {"STATE": str(self.state), "HOME": str(self.state / "home"),
-             "FIXTURES": str(self.workdir / "fixtures"), "APP_DIR": str(self.app.folder),
-             "DISPLAY": self.display.name if self.display else "",
-             "SCREEN_WIDTH": str(g.width), "SCREEN_HEIGHT": str(g.height)}
-        v.update({f"PORT_{k.upper()}": str(p) for k, p in self.ports.items()})
-        return v
+        # ${NPM_<KEY>}: the program's npm packages in this machine's cache (fetched if missing).
+        return {**super().variables, **npm_variables(self.app)}
 
-    def render(self, text: str) -> str:
-        return render(text, self.variables)
-
-    # -- lifecycle ----------------------------------------------------------------------
     def _ensure_display(self) -> DisplaySession:
         if self.display is None or not self.display.alive():
             if self.display is not None:
@@ -71,153 +36,48 @@ class LocalBackend:
             self.display = DisplaySession(self.geometry)
         return self.display
 
-    def _prepare(self) -> None:
-        """Build the pristine state once: files, fixtures, prepare steps; then snapshot it."""
-        shutil.rmtree(self.state, ignore_errors=True)
-        (self.state / "home").mkdir(parents=True)
-        write_studies(self.workdir / "fixtures")
-        for rel, text in self.app.files.items():
-            dest = self.state / self.render(rel)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(self.render(text))
-        try:
-            for step in self.app.prepare:
-                if step.run:
-                    cmd = [self.render(a) for a in step.run]
-                    done = subprocess.run(cmd, cwd=self.state, env=self._env({}),
-                                          capture_output=True, text=True, timeout=300)
-                    if done.returncode:
-                        raise RuntimeError(f"{self.app.name}: prepare {cmd} failed "
-                                           f"({done.returncode}): {done.stderr[-800:]}")
-                else:
-                    self._launch(self.app.process(step.start))
-                    if step.upload_dicom:
-                        self._upload(self.render(step.upload_dicom))
-        finally:
-            self.stop()
-        shutil.rmtree(self.pristine, ignore_errors=True)
-        shutil.copytree(self.state, self.pristine, symlinks=True)
+    def _display_gone(self) -> str | None:
+        return None if self.display is not None and self.display.alive() else "the X display is gone"
 
-    def _upload(self, url: str) -> None:
-        for path in sorted((self.workdir / "fixtures").rglob("*.dcm")):
-            resp = self._http.post(url, data=path.read_bytes(), timeout=30)
-            resp.raise_for_status()
+    def _base_env(self) -> dict[str, str]:
+        return base_environment()
 
-    def _env(self, extra: dict[str, str]) -> dict[str, str]:
-        env = self._ensure_display().env()
-        env.update({"HOME": str(self.state / "home"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-                    "NO_AT_BRIDGE": "1", "TZ": "UTC"})
-        env.update({k: self.render(v) for k, v in extra.items()})
-        return env
+    def _spawn(self, name, argv, cwd, env, log: Path) -> None:
+        with open(log, "ab") as out:
+            self.procs[name] = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
-    def _command(self, proc: Process, extra: list[str]) -> list[str]:
-        if proc.browser:
-            port = self.ports.get(self.app.dom_port) if self.app.dom_port else None
-            return chromium_command(self.render(proc.browser), str(self.state / "chromium-profile"),
-                                    self.geometry.width, self.geometry.height, port)
-        args = []
-        for arg in [*proc.command, *extra]:
-            arg = self.render(arg)
-            # No shell runs the command, so patterns are expanded here (sorted, deterministic).
-            matches = sorted(glob.glob(arg)) if glob.has_magic(arg) else []
-            args += matches or [arg]
-        return args
+    def _exit_status(self, name: str) -> int | None:
+        return self.procs[name].poll()
 
-    def _launch(self, proc: Process, extra: list[str] = ()) -> None:
-        log = open(self.logs / f"{proc.name}.log", "ab")
-        self.procs[proc.name] = subprocess.Popen(
-            self._command(proc, list(extra)), cwd=self.render(proc.cwd), env=self._env(proc.env),
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
-        self._wait_ready(proc)
+    def _process_names(self) -> list[str]:
+        return list(self.procs)
 
-    def _wait_ready(self, proc: Process) -> None:
-        ready = proc.ready
-        deadline = time.monotonic() + ready.timeout
-
-        def left() -> float:
-            return max(0.1, deadline - time.monotonic())
-
-        def alive_check(probe):
-            def check():
-                if self.procs[proc.name].poll() is not None:
-                    raise ProgramDied(f"{proc.name} exited with {self.procs[proc.name].returncode} "
-                                      f"while starting; log: {self.log_tail(proc.name)}")
-                return probe()
-            return check
-
-        try:
-            if ready.http:
-                url = self.render(ready.http)
-                wait_for(alive_check(lambda: self._http.get(url, timeout=1).status_code == 200),
-                         left(), f"{url} to answer")
-            if ready.window:
-                wait_for(alive_check(lambda: self.display.has_window(ready.window)),
-                         left(), f"a window titled /{ready.window}/")
-            if ready.dom:
-                wait_for(alive_check(lambda: self.resolve(Target(selector=ready.dom))),
-                         left(), f"DOM element {ready.dom}")
-        except WaitTimeout as exc:
-            raise WaitTimeout(f"{self.app.name}/{proc.name}: {exc}; log: {self.log_tail(proc.name)}") from None
-
-    def log_tail(self, name: str, chars: int = 600) -> str:
-        path = self.logs / f"{name}.log"
-        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
-
-    def reset(self, args: list[str] = ()) -> Frame:
-        """Bring the program to its pristine state; returns the settled first frame.
-        `args` are appended to the main (last) process's command line."""
-        self.stop()
-        display = self._ensure_display()
-        if not self.pristine.exists():
-            self._prepare()
-        shutil.rmtree(self.state, ignore_errors=True)
-        shutil.copytree(self.pristine, self.state, symlinks=True)
-        # Park the pointer where it hovers nothing, so hover effects cannot differ between resets.
-        display.move(self.geometry.width - 1, self.geometry.height - 1)
-        for proc in self.app.processes:
-            self._launch(proc, args if proc is self.app.processes[-1] else ())
-        frame, _ = self.settle()
-        return frame
-
-    def settle(self, since: Frame | None = None) -> tuple[Frame, bool]:
-        s = self.app.settle
-        return self.display.wait_settled(s.quiet, s.timeout, s.min_changed, since=since)
-
-    def stop(self) -> None:
-        """Kill every process group of the program (not the display)."""
-        if self.devtools:
-            self.devtools.close()
-            self.devtools = None
-        for proc in self.procs.values():
+    def _kill(self, name: str | None, forget: bool) -> None:
+        for proc_name, proc in list(self.procs.items()):
+            if name not in (None, proc_name):
+                continue
             if proc.poll() is None:
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
             proc.wait()
-        self.procs.clear()
+            if forget:
+                del self.procs[proc_name]
+
+    def _run(self, argv, cwd, env, timeout):
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        return done.returncode, done.stdout[-1000:] + done.stderr[-1000:]
 
     def process_groups(self) -> set[int]:
         """Process groups of the program and its display (each was started as a session leader)."""
         groups = {p.pid for p in self.procs.values() if p.poll() is None}
         return groups | (self.display.process_groups() if self.display else set())
 
-    def dead(self) -> str | None:
-        """Why the program is not running, or None when it is."""
-        if self.display is None or not self.display.alive():
-            return "the X display is gone"
-        for name, proc in self.procs.items():
-            if proc.poll() is not None:
-                return f"{name} exited with status {proc.returncode}"
-        return None
-
-    def kill(self, name: str | None = None) -> None:
-        """Kill the program (or one of its processes) as a crash would; used by tests."""
-        for proc_name, proc in self.procs.items():
-            if name in (None, proc_name) and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    def memory_bytes(self) -> int:
+        """Resident memory of the program and its display."""
+        return rss_of_groups(self.process_groups())
 
     def close_display(self) -> None:
         self.stop()
@@ -225,29 +85,27 @@ class LocalBackend:
             self.display.close()
             self.display = None
 
-    def close(self) -> None:
-        self.close_display()
-        shutil.rmtree(self.workdir, ignore_errors=True)
 
-    # -- probe (conditions) -------------------------------------------------------------
-    def resolve(self, target: Target) -> Box | None:
-        g = self.geometry
-        if target.box is not None:
-            return Box(*target.box)
-        if target.box_percent is not None:
-            x1, y1, x2, y2 = target.box_percent
-            return Box(x1 / 100 * g.width, y1 / 100 * g.height, x2 / 100 * g.width, y2 / 100 * g.height)
-        if self.app.dom_port is None:
-            raise ValueError(f"{self.app.name} has no DOM: a selector target needs a browser program")
-        if self.devtools is None:
-            self.devtools = DevTools(self.ports[self.app.dom_port])
-        return self.devtools.element_box(target.selector, target.text)
+def rss_of_groups(pgids: set[int]) -> int:
+    """Resident memory (bytes) of every process in the given process groups."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry)) not in pgids:
+                continue
+            for line in open(f"/proc/{entry}/status"):
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except (OSError, ProcessLookupError):
+            continue
+    return total
 
-    def has_window(self, pattern: str) -> bool:
-        return self.display.has_window(pattern)
 
-    def http_get(self, url: str) -> requests.Response:
-        return self._http.get(self.render(url), timeout=5)
-
-    def state_glob(self, pattern: str) -> list[str]:
-        return glob.glob(str(self.state / self.render(pattern)))
+def host_release() -> str:
+    """The Debian release of this machine (VERSION_CODENAME of os-release)."""
+    for line in Path("/etc/os-release").read_text().splitlines():
+        if line.startswith("VERSION_CODENAME="):
+            return line.split("=", 1)[1].strip('"')
+    return "unknown"

@@ -20,7 +20,7 @@ from PIL import Image
 from clinigym import actions as act
 from clinigym import judge
 from clinigym.apps import load_app
-from clinigym.backends.local import LocalBackend
+from clinigym.backends import Backend, make_backend
 from clinigym.conditions import holds
 from clinigym.display import Frame, Geometry, InputError
 from clinigym.envs import spaces
@@ -63,18 +63,19 @@ def package_version(package: str) -> str:
 
 
 class LiveEnv(ScreenEnv):
-    """One scenario on its live program. Pass `backend` to share a running program
-    between environments (the caller then closes it)."""
+    """One scenario on its live program. `backend` is a backend kind ("local",
+    "docker"; default: see clinigym.backends), or a running backend to share between
+    environments (the caller then closes it)."""
 
-    def __init__(self, scenario: Scenario | str | Path, backend: LocalBackend | None = None,
+    def __init__(self, scenario: Scenario | str | Path, backend: Backend | str | None = None,
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, recovery: bool = False,
                  max_actions: int | None = None, render_mode: str | None = None,
                  agent_name: str = "unknown"):
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(Path(scenario))
         self.app = load_app(self.scenario.app)
-        self._owns_backend = backend is None
-        self.backend = backend or LocalBackend(self.app, geometry)
+        self._owns_backend = not isinstance(backend, Backend)
+        self.backend = backend if isinstance(backend, Backend) else make_backend(self.app, backend, geometry)
         g = self.backend.geometry
         ow, oh = observation_size or (g.width, g.height)
         self.coords = Coordinates(ow, oh, g.width, g.height)
