@@ -80,6 +80,8 @@ def cmd_run(args) -> int:
     if args.agent == "http":
         options = {"family": args.model_family, "base_url": args.base_url, "model": args.model,
                    "timeout": args.timeout}
+    if args.agent == "guiactor":
+        options = {"checkpoint": args.checkpoint}
     if args.dataset:
         result = run_static(Path(args.dataset), args.agent, Path(args.out), args.software, args.seed,
                             args.single_step, args.delta, progress=not args.no_progress,
@@ -203,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="http agent: API base URL")
     p.add_argument("--model", default="default", help="http agent: model name on the server")
     p.add_argument("--timeout", type=float, default=120.0, help="http agent: seconds per request")
+    p.add_argument("--checkpoint", help="guiactor agent: a local GUI-Actor checkpoint folder")
     p.add_argument("--out", required=True, help="run folder (episodes/ and summary.json)")
     p.add_argument("--episodes", type=int, default=1, help="episodes per scenario")
     p.add_argument("--seed", type=int, default=0)

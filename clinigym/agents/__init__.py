@@ -19,11 +19,18 @@ def _http(env, seed=None, **options):
     return HttpAgent(env, seed, **options)
 
 
+def _guiactor(env, seed=None, **options):
+    from clinigym.agents.guiactor import GuiActorAgent   # torch, transformers: only when asked for
+    return GuiActorAgent(env, seed, **options)
+
+
 AGENTS: dict[str, tuple[Callable[..., Agent], str]] = {
     "oracle": (lambda env, seed=None: OracleAgent(env), "the scenario's ground truth: centre of each live target"),
     "random": (lambda env, seed=None: RandomAgent(env, seed), "uniform random clicks (chance baseline)"),
     "ocr": (_ocr, "offline OCR grounding: instruction words matched to on-screen text, icon templates"),
     "http": (_http, "a GUI-grounding model behind an OpenAI-compatible API (--model-family, --base-url)"),
+    "guiactor": (_guiactor, "GUI-Actor in-process: a click from its action head's attention over screen "
+                            "patches (extra `guiactor`, --checkpoint PATH)"),
 }
 
 
