@@ -7,9 +7,13 @@ BIN := $(VENV)/bin
 STAMPS := .stamps
 # The display stack; each program's own packages come from containers/*/app.yaml.
 BASE_PACKAGES := python3 python3-venv xvfb x11-utils openbox x11vnc fonts-dejavu-core procps
+# The Docker backend: the engine, base images by debootstrap, the live view (noVNC).
+DOCKER_PACKAGES := docker.io debootstrap novnc websockify
 APT := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
+# All traffic stays on loopback: no bridge network, no NAT rules; containers use --network host.
+DOCKERD := dockerd --bridge=none --iptables=false --ip-masq=false
 
-.PHONY: deps demo test test-all bench clean
+.PHONY: deps engine images demo test test-all bench clean
 
 deps: $(STAMPS)/programs
 
@@ -30,20 +34,38 @@ $(STAMPS)/programs: $(STAMPS)/venv $(wildcard containers/*/app.yaml)
 	$(BIN)/clinigym apps
 	@touch $@
 
+$(STAMPS)/docker: Makefile
+	@mkdir -p $(STAMPS)
+	$(APT) $(DOCKER_PACKAGES)
+	@touch $@
+
+# Starts the engine when none answers; waits (bounded) until it does.
+engine: $(STAMPS)/docker
+	@docker info >/dev/null 2>&1 || { \
+	  echo "starting $(DOCKERD)"; \
+	  setsid $(DOCKERD) </dev/null >/var/log/clinigym-dockerd.log 2>&1 & \
+	  for i in $$(seq 120); do docker info >/dev/null 2>&1 && break; sleep 0.5; done; \
+	  docker info >/dev/null 2>&1 || { tail -20 /var/log/clinigym-dockerd.log; exit 1; }; }
+
+# Cached: an image whose inputs did not change is not rebuilt.
+images: deps engine
+	$(BIN)/clinigym images
+
 demo: deps
 	$(BIN)/clinigym run --scenario '*' --agent oracle --out runs/demo-oracle --overwrite
 	$(BIN)/clinigym run --scenario '*' --agent random --seed 1 --out runs/demo-random --overwrite
 	@echo; echo "== oracle =="; $(BIN)/clinigym score runs/demo-oracle
 	@echo; echo "== random =="; $(BIN)/clinigym score runs/demo-random
 
-test: deps
+test: deps images
 	$(BIN)/pytest -q -rs tests
 
-test-all: deps
+test-all: deps images
+	$(BIN)/pip install -q -e '.[test,guiactor]'
 	$(BIN)/pytest -q -rs -m '' tests
 
-bench: deps
-	$(BIN)/clinigym bench --out runs/bench.json
+bench: deps images
+	$(BIN)/clinigym bench --backends local docker --out runs/bench.json
 
 clean:
 	rm -rf $(VENV) $(STAMPS) runs *.egg-info

@@ -23,10 +23,11 @@ from pathlib import Path
 
 from clinigym.apps import CONTAINERS, AppSpec
 
-# The display stack inside every image: the same packages the Makefile installs on
-# the host, plus python3 for the supervisor (clinigym/backends/supervisor.py).
-DISPLAY_PACKAGES = ("python3", "xvfb", "x11-utils", "openbox", "x11vnc", "fonts-dejavu-core",
-                    "procps", "ca-certificates")
+# The display stack inside every image: the Makefile's host packages, but no VNC server
+# (the live view runs on the host, on the shared X socket), plus python3 for the
+# supervisor (clinigym/backends/supervisor.py).
+DISPLAY_PACKAGES = ("python3", "xvfb", "x11-utils", "openbox", "fonts-dejavu-core", "procps",
+                    "ca-certificates")
 KEY_LABEL = "org.clinigym.inputs"
 APT_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 
