@@ -16,9 +16,13 @@ from pathlib import Path
 import requests
 
 from clinigym.ports import free_port
-from clinigym.waiting import wait_for
+from clinigym.waiting import Abort, wait_for
 
 NOVNC = Path("/usr/share/novnc")
+
+
+class ViewDied(Abort, RuntimeError):
+    """The VNC server or the web bridge exited."""
 
 
 class LiveView:
@@ -44,7 +48,9 @@ class LiveView:
         subprocess.run(["x11vnc", "-storepasswd", self.password, str(passwd)], check=True, capture_output=True)
         self._spawn("x11vnc", ["x11vnc", "-display", f":{self.number}", "-localhost", "-rfbport",
                                str(self.vnc_port), "-rfbauth", str(passwd), "-forever", "-shared",
-                               "-threads", "-quiet"])
+                               # -noshm: a container's X server cannot attach the host's
+                               # shared memory (separate IPC namespaces)
+                               "-threads", "-noshm", "-quiet"])
         self._spawn("websockify", ["websockify", "--web", str(NOVNC), f"127.0.0.1:{self.web_port}",
                                    f"127.0.0.1:{self.vnc_port}"])
         session = requests.Session()
@@ -69,7 +75,7 @@ class LiveView:
         for proc in self._procs:
             if proc.poll() is not None:
                 log = (self._workdir / f"{Path(proc.args[0]).name}.log").read_text(errors="replace")
-                raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}: {log[-500:]}")
+                raise ViewDied(f"{proc.args[0]} exited with {proc.returncode}: {log[-500:]}")
 
     def wait(self, timeout: float | None = None) -> None:
         """Until the VNC server exits or `timeout` seconds have passed; raises if it exited."""

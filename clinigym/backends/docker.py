@@ -20,7 +20,7 @@ import socket
 from pathlib import Path
 
 from clinigym.apps import ROOT, AppSpec
-from clinigym.backends.base import Backend
+from clinigym.backends.base import Backend, ProgramDied
 from clinigym.display import DisplaySession, Frame, Geometry
 from clinigym.images import ImageError, app_tag, engine
 from clinigym.waiting import WaitTimeout, wait_for
@@ -80,7 +80,7 @@ class DockerBackend(Backend):
         def up() -> bool:
             self.container.reload()
             if self.container.status == "exited":
-                raise SupervisorError(f"container {self.container_name} exited: "
+                raise ProgramDied(f"container {self.container_name} exited: "
                                       f"{self.container.logs(tail=20).decode(errors='replace')}")
             try:
                 self._call("ping", wait=1)
