@@ -29,18 +29,23 @@ def cmd_apps(args) -> int:
     counts: dict[str, int] = {}
     for s in all_scenarios():
         counts[s.app] = counts.get(s.app, 0) + 1
+    from clinigym.backends.local import host_release
+    host = host_release()
     rows = []
     for name in app_names():
         app = load_app(name)
-        missing = _installed(app.debian_packages)
+        # A program of another Debian release runs in its container only.
+        local = app.release == host
+        missing = _installed(app.debian_packages) if local else app.debian_packages
         binaries = [p.command[0] for p in app.processes if p.command] + (
             ["chromium"] if any(p.browser for p in app.processes) else [])
         runnable = not missing and all(shutil.which(b) for b in binaries) and bool(shutil.which("Xvfb"))
-        rows.append({"name": name, "title": app.title, "packages": app.debian_packages,
+        rows.append({"name": name, "title": app.title, "release": app.release, "packages": app.debian_packages,
                      "missing_packages": missing, "installed": not missing, "runnable": runnable,
                      "scenarios": counts.get(name, 0)})
     if args.packages:
-        print(" ".join(sorted({p for name in app_names() for p in load_app(name).debian_packages})))
+        print(" ".join(sorted({p for name in app_names() for p in load_app(name).debian_packages
+                               if load_app(name).release == host})))
         return 0
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -49,7 +54,8 @@ def cmd_apps(args) -> int:
     for r in rows:
         print(f"{r['name']:<12} {'yes' if r['installed'] else 'no':<9} {'yes' if r['runnable'] else 'no':<8} "
               f"{r['scenarios']:>9}  {r['title']}"
-              + (f"  (missing: {' '.join(r['missing_packages'])})" if r["missing_packages"] else ""))
+              + (f"  (Debian {r['release']}: Docker backend only)" if r["release"] != host
+                 else f"  (missing: {' '.join(r['missing_packages'])})" if r["missing_packages"] else ""))
     return 0
 
 
@@ -259,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     # Commands that live in their own modules add their own sub-parsers.
     from clinigym import liveview, replay, report, validate
     for module in (report, replay, validate, liveview):
+        module.register(sub)
+    from clinigym.collect import agreement, command as collect
+    for module in (collect, agreement):
         module.register(sub)
     return parser
 
