@@ -34,6 +34,8 @@ class Process(Spec):
     name: str
     command: list[str] | None = None
     browser: str | None = Field(None, description="URL opened in Debian's Chromium in app mode")
+    browser_flags: list[str] = Field([], description="extra Chromium switches for this program only "
+                                                     "(e.g. software WebGL)")
     env: dict[str, str] = {}
     cwd: str = "${STATE}"
     ready: Ready = Ready()
@@ -42,6 +44,8 @@ class Process(Spec):
     def _one_launcher(self):
         if (self.command is None) == (self.browser is None):
             raise ValueError("give exactly one of `command` or `browser`")
+        if self.browser_flags and self.browser is None:
+            raise ValueError("`browser_flags` goes with `browser`")
         return self
 
 
@@ -60,6 +64,27 @@ class PrepareStep(Spec):
         return self
 
 
+class NpmPackage(Spec):
+    """A pinned npm package (a web program's built files), fetched by clinigym.npm into the
+    cache and exposed to the program file as ${NPM_<KEY>}, the extracted package folder."""
+    package: str = Field(description="npm name, e.g. @ohif/app")
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+\S*$", description="exact version")
+    integrity: str = Field(pattern=r"^sha(256|384|512)-[A-Za-z0-9+/=]+$",
+                           description="SRI hash of the tarball, as the registry's dist.integrity")
+
+
+def npm_variable(key: str) -> str:
+    return f"NPM_{key.upper()}"
+
+
+def npm_variables(app: "AppSpec", fetch: bool = True) -> dict[str, str]:
+    """${NPM_<KEY>} of every npm package of the program; fetched now if missing (`fetch`)."""
+    from clinigym import npm
+    return {npm_variable(k): str(npm.fetch(p.package, p.version, p.integrity) if fetch
+                                 else npm.package_dir(p.package, p.version))
+            for k, p in app.npm.items()}
+
+
 class Settle(Spec):
     quiet: float = Field(0.25, gt=0, description="seconds without change that mean settled")
     timeout: float = Field(10.0, gt=0)
@@ -74,6 +99,7 @@ class AppSpec(Spec):
     ports: list[str] = []
     dom_port: str | None = Field(None, description="port name of Chromium's DevTools endpoint")
     files: dict[str, str] = {}
+    npm: dict[str, NpmPackage] = Field({}, description="npm packages; each is ${NPM_<KEY>}")
     prepare: list[PrepareStep] = []
     processes: list[Process]
     settle: Settle = Settle()
@@ -90,6 +116,10 @@ class AppSpec(Spec):
     def _references(self):
         names = {p.name for p in self.processes}
         known = set(BASE_VARS) | {f"PORT_{p.upper()}" for p in self.ports}
+        known |= {npm_variable(k) for k in self.npm}
+        for key in self.npm:
+            if not re.fullmatch(r"[A-Za-z0-9_]+", key):
+                raise ValueError(f"npm key {key!r}: letters, digits and _ only (it names ${{NPM_<KEY>}})")
         for i, step in enumerate(self.prepare):
             if step.start and step.start not in names:
                 raise ValueError(f"prepare[{i}].start names no process: {step.start!r}")

@@ -24,7 +24,23 @@ def _installed(packages: list[str]) -> list[str]:
     return missing
 
 
+def _fetch_npm() -> int:
+    """Download (once) every program's pinned npm packages into the cache, verified."""
+    from clinigym.apps import npm_variables
+    from clinigym.npm import NpmError
+    for name in app_names():
+        try:
+            for var, path in npm_variables(load_app(name)).items():
+                print(f"{name:<12} ${{{var}}} = {path}")
+        except NpmError as exc:
+            print(f"clinigym: {name}: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
 def cmd_apps(args) -> int:
+    if args.fetch:
+        return _fetch_npm()
     from clinigym.scenarios import all_scenarios
     counts: dict[str, int] = {}
     for s in all_scenarios():
@@ -192,6 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("apps", help="programs, and whether each is installed and runnable")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--packages", action="store_true", help="print the Debian packages all programs need")
+    p.add_argument("--fetch", action="store_true",
+                   help="download every program's pinned npm packages into the cache (verified; once)")
     p.set_defaults(func=cmd_apps)
 
     p = sub.add_parser("scenarios", help="list (and validate) scenario files")
