@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import Literal
 from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
@@ -95,6 +96,8 @@ class AppSpec(Spec):
     name: str
     title: str
     description: str = ""
+    release: Literal["bookworm", "bullseye"] = Field(
+        "bookworm", description="Debian release the packages come from; other than the host's: Docker only")
     debian_packages: list[str] = []
     ports: list[str] = []
     dom_port: str | None = Field(None, description="port name of Chromium's DevTools endpoint")

@@ -243,6 +243,31 @@ class DisplaySession:
                 xtest.fake_input(self._x, X.ButtonRelease, button)
         self._sync()
 
+    def perform(self, kind: str, point=None, end=None, text: str | None = None, keys: str | None = None,
+                scroll: tuple[int, int] = (0, 0)) -> None:
+        """One action of the action space, in screen pixels. A `type` with a point clicks
+        there first; without one it types at the focus."""
+        if kind == "click":
+            self.click(*point)
+        elif kind == "double_click":
+            self.click(*point, count=2)
+        elif kind == "right_click":
+            self.click(*point, button="right")
+        elif kind == "drag":
+            self.drag(*point, *end)
+        elif kind == "hover":
+            self.move(*point)
+        elif kind == "scroll":
+            self.scroll(*point, dy=scroll[1], dx=scroll[0])
+        elif kind == "type":
+            if point is not None:
+                self.click(*point)
+            self.type_text(text)
+        elif kind == "key":
+            self.key(keys)
+        else:
+            raise InputError(f"unknown action type {kind!r}")
+
     def pointer(self) -> tuple[int, int]:
         p = self._root.query_pointer()
         return p.root_x, p.root_y

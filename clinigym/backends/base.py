@@ -18,7 +18,7 @@ from pathlib import Path
 
 import requests
 
-from clinigym.apps import AppSpec, Process, render
+from clinigym.apps import AppSpec, Process, npm_variables, render
 from clinigym.browser import DevTools, chromium_command
 from clinigym.conditions import Target
 from clinigym.display import DisplaySession, Frame, Geometry
@@ -58,6 +58,8 @@ class Backend:
              "DISPLAY": self.display.name if self.display else "",
              "SCREEN_WIDTH": str(g.width), "SCREEN_HEIGHT": str(g.height)}
         v.update({f"PORT_{k.upper()}": str(p) for k, p in self.ports.items()})
+        # ${NPM_<KEY>}: the program's npm packages in this machine's cache (fetched if missing).
+        v.update(npm_variables(self.app))
         return v
 
     def render(self, text: str) -> str:
@@ -104,8 +106,10 @@ class Backend:
     def _command(self, proc: Process, extra: list[str]) -> list[str]:
         if proc.browser:
             port = self.ports.get(self.app.dom_port) if self.app.dom_port else None
+            # The program's own Chromium switches go last (Chromium reads switches in any order).
             return chromium_command(self.render(proc.browser), str(self.state / "chromium-profile"),
-                                    self.geometry.width, self.geometry.height, port)
+                                    self.geometry.width, self.geometry.height, port) + \
+                [self.render(f) for f in proc.browser_flags]
         args = []
         for arg in [*proc.command, *extra]:
             arg = self.render(arg)

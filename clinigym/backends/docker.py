@@ -19,7 +19,7 @@ import secrets
 import socket
 from pathlib import Path
 
-from clinigym.apps import ROOT, AppSpec
+from clinigym.apps import ROOT, AppSpec, npm_variables
 from clinigym.backends.base import Backend, ProgramDied
 from clinigym.display import DisplaySession, Frame, Geometry
 from clinigym.images import ImageError, app_tag, engine
@@ -65,9 +65,8 @@ class DockerBackend(Backend):
         volumes = {str(self.workdir): {"bind": str(self.workdir), "mode": "rw"},
                    str(ROOT): {"bind": str(ROOT), "mode": "ro"},
                    str(X11_DIR): {"bind": str(X11_DIR), "mode": "rw"}}
-        cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clinigym"
-        if cache.is_dir():   # downloaded program files (npm packages)
-            volumes[str(cache)] = {"bind": str(cache), "mode": "ro"}
+        for folder in {Path(p) for p in npm_variables(self.app).values()}:   # fetched now if missing
+            volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
         self.container = self.client.containers.run(
             self.image, name=self.container_name, detach=True, init=True, network_mode="host",
             command=["python3", str(ROOT / "clinigym/backends/supervisor.py"), "--display", str(self.number),

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from clinigym.backends.base import Backend, ProgramDied, base_environment
-from clinigym.apps import AppSpec, Process, npm_variables
+from clinigym.apps import AppSpec
 from clinigym.display import DisplaySession, Geometry
 
 __all__ = ["LocalBackend", "ProgramDied"]
@@ -23,15 +23,6 @@ class LocalBackend(Backend):
                                f"{host}: use the Docker backend (--backend docker)")
         super().__init__(app, geometry)
         self.procs: dict[str, subprocess.Popen] = {}
-
-    @property
-    def variables(self) -> dict[str, str]:
-        # ${NPM_<KEY>}: the program's npm packages in this machine's cache (fetched if missing).
-        return {**super().variables, **npm_variables(self.app)}
-
-    def _command(self, proc: Process, extra: list[str]) -> list[str]:
-        # A browser program's own Chromium switches (Chromium reads switches in any order).
-        return [*super()._command(proc, extra), *(self.render(f) for f in proc.browser_flags)]
 
     def _ensure_display(self) -> DisplaySession:
         if self.display is None or not self.display.alive():

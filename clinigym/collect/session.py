@@ -450,25 +450,10 @@ class CollectSession:
         return prop.feedback_box(base.bgra, pressed.bgra, point, snap_frame=base.bgra)
 
     def _inject(self, action: dict) -> None:
-        d = self.display
-        kind, point = action["type"], action.get("point")
-        if kind == "click":
-            d.click(*point)
-        elif kind == "double_click":
-            d.click(*point, count=2)
-        elif kind == "right_click":
-            d.click(*point, button="right")
-        elif kind == "drag":
-            d.drag(*point, *action["end_point"])
-        elif kind == "hover":
-            d.move(*point)
-        elif kind == "scroll":
-            dx, dy = action["scroll"]
-            d.scroll(*point, dy=dy, dx=dx)
-        elif kind == "type":
-            d.type_text(action["text"])    # at the focus: the field was clicked in the step before
-        elif kind == "key":
-            d.key(action["keys"])
+        # A `type` carries no point here: it types at the focus (the field was clicked in the step before).
+        point = None if action["type"] == "type" else action.get("point")
+        self.display.perform(action["type"], point, action.get("end_point"),
+                             action.get("text"), action.get("keys"), tuple(action.get("scroll") or (0, 0)))
 
     # -- the person's decisions -------------------------------------------------------------
     def check(self, index: int, box, instruction: str | None, end_box=None) -> list[str]:

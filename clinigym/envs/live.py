@@ -168,7 +168,7 @@ class LiveEnv(ScreenEnv):
         else:
             box = wait_for(lambda: self.backend.resolve(setup.target), 10, f"set-up step {i + 1} target")
             end = self.backend.resolve(setup.end_target) if setup.end_target else None
-            self._inject_screen(setup.action, box.center, end.center if end else None, setup.text)
+            self.backend.display.perform(setup.action, box.center, end.center if end else None, setup.text)
         if setup.until:
             wait_for(lambda: holds(setup.until, self.backend, frame, self.backend.display.grab(),
                                    self.app.settle.min_changed),
@@ -327,28 +327,7 @@ class LiveEnv(ScreenEnv):
     def _inject(self, a: act.Action) -> None:
         point = self.coords.to_screen(a.point) if a.point is not None else None
         end = self.coords.to_screen(a.end_point) if a.end_point is not None else None
-        self._inject_screen(a.type, point, end, a.text, a.keys, a.scroll)
-
-    def _inject_screen(self, kind, point, end=None, text=None, keys=None, scroll=(0, 0)) -> None:
-        d = self.backend.display
-        if kind == "click":
-            d.click(*point)
-        elif kind == "double_click":
-            d.click(*point, count=2)
-        elif kind == "right_click":
-            d.click(*point, button="right")
-        elif kind == "drag":
-            d.drag(*point, *end)
-        elif kind == "hover":
-            d.move(*point)
-        elif kind == "scroll":
-            d.scroll(*point, dy=scroll[1], dx=scroll[0])
-        elif kind == "type":
-            if point is not None:
-                d.click(*point)
-            d.type_text(text)
-        elif kind == "key":
-            d.key(keys)
+        self.backend.display.perform(a.type, point, end, a.text, a.keys, a.scroll)
 
     # -- oracle -----------------------------------------------------------------------
     def current_target(self) -> Box | None:
