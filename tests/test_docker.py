@@ -31,7 +31,7 @@ from clinigym.recording import read_episode
 from clinigym.scenarios import select
 
 pytestmark = pytest.mark.live
-HOST_APPS = ["orthanc", "dicomscope", "aeskulap"]   # programs on both backends
+HOST_APPS = ["orthanc", "dicomscope", "aeskulap", "ohif"]   # programs on both backends
 
 
 @pytest.fixture(scope="module")

@@ -59,8 +59,11 @@ class DockerBackend(Backend):
 
     def recreate(self) -> None:
         """A new container (display, window manager, supervisor), the old one removed."""
+        # The new number is reserved before the old one is released: a display number
+        # reused at once can meet the old server's socket while it is still going away.
+        number = reserve_display()
         self.close_display()
-        self.number = reserve_display()
+        self.number = number
         g = self.geometry
         volumes = {str(self.workdir): {"bind": str(self.workdir), "mode": "rw"},
                    str(ROOT): {"bind": str(ROOT), "mode": "ro"},
@@ -173,6 +176,8 @@ def reserve_display() -> int:
     skip numbers whose lock names a live process."""
     for n in range(FIRST_DISPLAY, 1000):
         lock = Path(f"/tmp/.X{n}-lock")
+        if _server_answers(n):   # e.g. a container whose run was killed: its lock may be gone
+            continue
         try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o444)
         except FileExistsError:
@@ -188,6 +193,19 @@ def reserve_display() -> int:
         (X11_DIR / f"X{n}").unlink(missing_ok=True)   # a socket left by a killed container
         return n
     raise RuntimeError("no free X display number between 100 and 999")
+
+
+def _server_answers(number: int) -> bool:
+    """Whether an X server listens on display `number`: on the abstract socket (shared by
+    every container on the host network) or on the socket file."""
+    for address in (f"\0/tmp/.X11-unix/X{number}", str(X11_DIR / f"X{number}")):
+        with socket.socket(socket.AF_UNIX) as s:
+            try:
+                s.connect(address)
+                return True
+            except OSError:
+                pass
+    return False
 
 
 def _lock_owner_alive(lock: Path) -> bool:
