@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clinigym.apps import load_app
-from clinigym.backends.local import LocalBackend
+from clinigym.backends import Backend, make_backend
 
 
 # MedSPOT's annotation files: shared/ lies beside the repository (here and in CI);
@@ -19,11 +19,13 @@ ANNOTATIONS = Path(os.environ.get(
 
 @pytest.fixture(scope="session")
 def backends():
-    made: dict[str, LocalBackend] = {}
+    """One running program per app, on its default backend (local for this machine's
+    Debian release, a container for the others)."""
+    made: dict[str, Backend] = {}
 
-    def get(app: str) -> LocalBackend:
+    def get(app: str) -> Backend:
         if app not in made:
-            made[app] = LocalBackend(load_app(app))
+            made[app] = make_backend(load_app(app))
         return made[app]
 
     yield get

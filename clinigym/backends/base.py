@@ -46,6 +46,7 @@ class Backend:
         self.ports = {name: free_port() for name in app.ports}
         self.display: DisplaySession | None = None
         self.devtools: DevTools | None = None
+        self._versions: dict[str, str] | None = None
         self._http = requests.Session()
         self._http.trust_env = False  # loopback only: never through a proxy
 
@@ -202,6 +203,15 @@ class Backend:
     def close(self) -> None:
         self.close_display()
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def package_versions(self) -> dict[str, str]:
+        """Versions of the program's Debian packages where it runs (recorded with episodes)."""
+        if self._versions is None:
+            code, out = self._run(["dpkg-query", "-W", "-f", "${Package} ${Version}\\n",
+                                   *self.app.debian_packages], "/", {"PATH": "/usr/bin:/bin"}, 30)
+            found = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+            self._versions = {p: found.get(p, "not installed") for p in self.app.debian_packages}
+        return self._versions
 
     # -- probe (conditions) -------------------------------------------------------------
     def resolve(self, target: Target) -> Box | None:

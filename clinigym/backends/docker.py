@@ -5,7 +5,8 @@ The host shares its X socket folder with the container, so screenshots and input
 use the same code as the local backend; the work folder (state, pristine copy,
 fixtures, logs) and the repository are mounted at the same paths, so the
 program file's variables mean the same on both sides. Containers use the host's
-network namespace only (every service binds to loopback; no bridge network).
+network namespace (every service binds to loopback) or, without ports, no network at
+all; never a bridge network.
 
 Reset restarts the program inside the running container from its pristine
 state; when the container, its supervisor or its display is wedged, the
@@ -71,7 +72,10 @@ class DockerBackend(Backend):
         for folder in {Path(p) for p in npm_variables(self.app).values()}:   # fetched now if missing
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
         self.container = self.client.containers.run(
-            self.image, name=self.container_name, detach=True, init=True, network_mode="host",
+            self.image, name=self.container_name, detach=True, init=True,
+            # Programs with ports share the host's network namespace (they bind loopback);
+            # the others get none at all, so nothing they open is reachable from outside.
+            network_mode="host" if self.app.ports else "none",
             command=["python3", str(ROOT / "clinigym/backends/supervisor.py"), "--display", str(self.number),
                      "--geometry", f"{g.width}x{g.height}x{g.depth}", "--socket", str(self.control)],
             volumes=volumes, shm_size="1g", mem_limit=self.memory, nano_cpus=int(self.cpus * 1e9),
@@ -97,7 +101,12 @@ class DockerBackend(Backend):
         try:
             return super().reset(args)
         except (SupervisorError, WaitTimeout, OSError) as exc:
-            self.restart_reason = f"{type(exc).__name__}: {exc}"
+            # A program that is merely slow or stuck on a dialog would be as slow in a new
+            # container: only a container, supervisor or display that failed is replaced.
+            gone = self._display_gone()
+            if isinstance(exc, WaitTimeout) and not gone:
+                raise
+            self.restart_reason = f"{type(exc).__name__}: {exc}" + (f" ({gone})" if gone else "")
             self.recreate()
             return super().reset(args)
 

@@ -7,10 +7,8 @@ to screen pixels by the scale between the two sizes (1 unless an
 """
 from __future__ import annotations
 
-import subprocess
 import time
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +52,6 @@ class Coordinates:
     def info(self) -> dict:
         return spaces.coordinates_info(self.obs_w, self.obs_h, self.screen_w, self.screen_h)
 
-
-@cache
-def package_version(package: str) -> str:
-    done = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package],
-                          capture_output=True, text=True)
-    return done.stdout.strip() or "not installed"
 
 
 class LiveEnv(ScreenEnv):
@@ -354,7 +346,7 @@ class LiveEnv(ScreenEnv):
             "agent": self.agent_name, "seed": self._seed, "backend": self.backend.kind,
             "recovery": self.recovery, "coordinates": self.coords.info(),
             "steps": [{"instruction": st.instruction, "action": st.action} for st in s.steps],
-            "versions": {p: package_version(p) for p in self.app.debian_packages},
+            "versions": self.backend.package_versions(),
         })
 
     def _outcome(self, terminated: bool, truncated: bool, info: dict) -> dict:
