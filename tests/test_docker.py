@@ -29,6 +29,7 @@ from clinigym.images import Mirrors, build_app, engine, host_mirrors
 from clinigym.liveview import LiveView
 from clinigym.recording import read_episode
 from clinigym.scenarios import select
+from clinigym.waiting import wait_for
 
 pytestmark = pytest.mark.live
 HOST_APPS = ["orthanc", "dicomscope", "aeskulap", "ohif"]   # programs on both backends
@@ -110,7 +111,7 @@ def test_wedged_display_is_replaced_by_a_new_container(containers):
     backend.reset()
     old = backend.container.id
     backend.container.exec_run(["pkill", "-KILL", "Xvfb"])
-    assert "display is gone" in backend.dead()
+    assert "display is gone" in wait_for(backend.dead, 10, "the supervisor to see Xvfb exit")
     backend.reset()
     assert backend.container.id != old and backend.dead() is None
 
