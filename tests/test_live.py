@@ -11,6 +11,7 @@ from clinigym.envs.live import LiveEnv
 from clinigym.judge import failure_type
 from clinigym.recording import read_episode
 from clinigym.scenarios import all_scenarios
+from subset import representative
 
 pytestmark = pytest.mark.live
 SCENARIOS = all_scenarios()
@@ -21,7 +22,7 @@ def first_scenario(app):
     return next(s for s in SCENARIOS if s.app == app)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.key for s in SCENARIOS])
+@pytest.mark.parametrize("scenario", representative(SCENARIOS))
 def test_oracle_completes_scenario(scenario, backends, tmp_path):
     env = LiveEnv(scenario, backend=backends(scenario.app), record_dir=tmp_path, agent_name="oracle")
     oracle = OracleAgent(env)
@@ -138,11 +139,28 @@ def test_observation_scaling_contract(backends):
 CHECKED = [s for s in SCENARIOS if s.check]
 
 
-@pytest.mark.parametrize("scenario", CHECKED, ids=[s.key for s in CHECKED])
+@pytest.mark.parametrize("scenario", representative(CHECKED))
 def test_state_check_fails_on_untouched_start(scenario, backends):
     """A state check that already holds at the start could not tell a done task from an undone one."""
     from clinigym.conditions import holds
     env = LiveEnv(scenario, backend=backends(scenario.app))
     env.reset(seed=0)
     assert not all(holds(c, env.backend) for c in scenario.check)
+    env.close()
+
+
+@pytest.mark.parametrize("scenario", representative(SCENARIOS))
+def test_random_agent_does_not_complete(scenario, backends):
+    """The chance baseline: uniform random clicks (two seeds) do not complete a scenario."""
+    from clinigym.agents.random import RandomAgent
+    env = LiveEnv(scenario, backend=backends(scenario.app), agent_name="random")
+    for seed in (0, 1):
+        agent = RandomAgent(env, seed=seed)
+        obs, info = env.reset(seed=seed)
+        while True:
+            obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+            if terminated or truncated:
+                break
+        assert not truncated, info.get("truncated_reason")
+        assert not (info["correct"] and info["next_step"] == len(scenario.steps)), seed
     env.close()

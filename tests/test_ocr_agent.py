@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from subset import representative
 
 from clinigym import actions as act
 from clinigym.agents.ocr import (
@@ -299,7 +300,7 @@ def step_times(request):
 
 
 @pytest.mark.live
-@pytest.mark.parametrize("scenario", LIVE, ids=[s.key for s in LIVE])
+@pytest.mark.parametrize("scenario", representative(LIVE))
 def test_ocr_agent_on_live_scenario(scenario, backends, tmp_path, step_times):
     from clinigym.envs.live import LiveEnv
     from clinigym.recording import read_episode
