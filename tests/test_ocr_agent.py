@@ -273,6 +273,17 @@ EXPECTED = {
     "orthanc/open-patient-study": (3, None, ["ocr", "ocr", "ocr"]),
     "orthanc/preview-series": (4, None, ["ocr", "ocr", "ocr", "ocr"]),
     "orthanc/protect-patient": (3, None, ["ocr", "ocr", "ocr"]),
+    # 'Export to DICOM Dir' is read on the toolbar's Export button, not the menu entry.
+    "ginkgocadx/anonymized-export": (0, "toolbar_confusion", ["ocr"]),
+    "ginkgocadx/dicom-inspector": (2, None, ["ocr", "ocr"]),
+    # The file name is typed at the focus, judged by the pointer still on 'Accept'.
+    "ginkgocadx/export-image": (3, "far_miss", ["ocr", "ocr", "ocr", "focus"]),
+    "ginkgocadx/save-snapshot": (3, None, ["ocr", "ocr", "ocr"]),
+    "ohif/open-study": (2, None, ["ocr", "ocr"]),
+    # OHIF's toolbar is icons without text, and no OHIF icon templates exist yet: no point.
+    "ohif/lung-window-preset": (0, "no_prediction", ["none"]),
+    "ohif/stack-scroll": (0, "no_prediction", ["none"]),
+    "ohif/search-patient": (0, "edge_bias", ["focus"]),
 }
 
 
