@@ -42,7 +42,7 @@ def get(url: str, **kw) -> requests.Response:
 
 
 def test_enough_scenarios():
-    assert 4 <= len(SCENARIOS) <= 10
+    assert len(SCENARIOS) >= 4
     assert any(st.action == "drag" and st.end_target for s in SCENARIOS for st in s.steps)
     assert all(s.check for s in SCENARIOS)
 
