@@ -3,6 +3,7 @@ baseline measured in the same command (ratios are against it)."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -155,15 +156,22 @@ def format_bench(result: dict) -> str:
 
 def run_bench(apps: list[str], repeats: int, out: Path | None, backends: list[str] = ("local",),
               side_by_side: str | None = "dicomscope") -> int:
-    result = {"repeats": repeats, "baseline": bench_baseline(repeats),
-              "apps": [bench_app(name, repeats, kind) | {"app": name}
-                       for kind in backends for name in apps
-                       if kind == "docker" or load_app(name).release == host_release()]}
+    result = {"repeats": repeats, "baseline": bench_baseline(repeats), "apps": [], "errors": []}
+    for kind in backends:
+        for name in apps:
+            if kind == "local" and load_app(name).release != host_release():
+                continue   # a program of another Debian release runs only in its container
+            try:
+                result["apps"].append(bench_app(name, repeats, kind) | {"app": name})
+            except Exception as exc:  # noqa: BLE001 - one broken program must not lose the others' numbers
+                result["errors"].append({"app": name, "backend": kind, "error": f"{type(exc).__name__}: {exc}"})
     if side_by_side:
         result["side_by_side"] = [bench_side_by_side(side_by_side, kind, max(2, repeats // 3))
                                   for kind in backends]
     print(format_bench(result))
+    for err in result["errors"]:
+        print(f"error: {err['app']} on {err['backend']}: {err['error'][:500]}", file=sys.stderr)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2))
-    return 0
+    return 1 if result["errors"] else 0
