@@ -51,7 +51,7 @@ engine: $(STAMPS)/docker
 images: deps engine
 	$(BIN)/clinigym images
 
-demo: deps
+demo: deps images
 	$(BIN)/clinigym run --scenario '*' --agent oracle --out runs/demo-oracle --overwrite
 	$(BIN)/clinigym run --scenario '*' --agent random --seed 1 --out runs/demo-random --overwrite
 	@echo; echo "== oracle =="; $(BIN)/clinigym score runs/demo-oracle
