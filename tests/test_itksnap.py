@@ -32,6 +32,7 @@ def test_start_is_maximized_without_dialogs_and_the_same_every_reset(itksnap):
     # No "Allow Automatic Update Checks?" question; the launcher maximized the window.
     assert itksnap.display.window_titles() == ["ITK-SNAP"]
     assert maximized(itksnap.display)
+    assert "unmaximized" not in itksnap.log_tail("itksnap", 10**6)   # mapped maximized (openbox rule)
     second = itksnap.reset()
     assert np.array_equal(first.raw, second.raw)
     # A fixture file on the command line opens its whole series (the image association).
