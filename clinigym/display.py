@@ -230,9 +230,15 @@ class DisplaySession:
         """Press at the start, move in small steps (toolkits ignore a single jump), release."""
         self.move(x1, y1)
         self.press()
+        time.sleep(0.03)      # the press is seen before the pointer moves (a drag, not a jump)
         for i in range(1, steps + 1):
             self.move(x1 + (x2 - x1) * i // steps, y1 + (y2 - y1) * i // steps)
             time.sleep(0.01)  # toolkits coalesce motion events that arrive at once
+        # Hover at the end before the release: a browser's drag-and-drop drops on the
+        # element its last drag-over reached, which a busy machine can deliver late.
+        for _ in range(2):
+            self.move(x2, y2)
+            time.sleep(0.03)
         self.release()
 
     def scroll(self, x: int, y: int, dy: int = 0, dx: int = 0) -> None:
