@@ -180,12 +180,10 @@ def cmd_bench(args) -> int:
 
 
 def cmd_images(args) -> int:
-    from clinigym.images import ImageError, build_app, build_base
+    from clinigym.images import ImageError, build_app
     names = args.apps or app_names()
     try:
-        for release in sorted({load_app(n).release for n in names}):
-            build_base(release, force=args.force)
-        for name in names:
+        for name in names:   # each builds (or finds) its Debian base first
             build_app(load_app(name), force=args.force)
     except ImageError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -273,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("images", help="build the Docker images: Debian bases (debootstrap) and one per program")
     p.add_argument("apps", nargs="*", help="programs (default: all)")
-    p.add_argument("--force", action="store_true", help="rebuild even when the inputs did not change")
+    p.add_argument("--force", action="store_true", help="rebuild the program images even when their inputs did not change")
     p.set_defaults(func=cmd_images)
 
     p = sub.add_parser("cleanup", help="remove containers left by clinigym runs that are gone")

@@ -133,7 +133,7 @@ class Backend:
 
         def alive_check(probe):
             def check():
-                code = self._exit_status(proc.name)
+                code = self._exit_statuses().get(proc.name)
                 if code is not None:
                     raise ProgramDied(f"{proc.name} exited with {code} while starting; "
                                       f"log: {self.log_tail(proc.name)}")
@@ -194,8 +194,7 @@ class Backend:
         gone = self._display_gone()
         if gone:
             return gone
-        for name in self._process_names():
-            code = self._exit_status(name)
+        for name, code in self._exit_statuses().items():
             if code is not None:
                 return f"{name} exited with status {code}"
         return None
@@ -250,11 +249,8 @@ class Backend:
     def _spawn(self, name: str, argv: list[str], cwd: str, env: dict[str, str], log: Path) -> None:
         raise NotImplementedError
 
-    def _exit_status(self, name: str) -> int | None:
-        """None while the process runs."""
-        raise NotImplementedError
-
-    def _process_names(self) -> list[str]:
+    def _exit_statuses(self) -> dict[str, int | None]:
+        """Every process of the program with its exit status (None while it runs), in one look."""
         raise NotImplementedError
 
     def _kill(self, name: str | None, forget: bool) -> None:

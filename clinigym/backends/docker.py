@@ -144,11 +144,8 @@ class DockerBackend(Backend):
     def _spawn(self, name, argv, cwd, env, log: Path) -> None:
         self._call("spawn", name=name, argv=argv, cwd=cwd, env=env, log=str(log))
 
-    def _exit_status(self, name: str) -> int | None:
-        return self._call("status")["procs"].get(name)
-
-    def _process_names(self) -> list[str]:
-        return list(self._call("status")["procs"])
+    def _exit_statuses(self) -> dict[str, int | None]:
+        return self._call("status")["procs"]
 
     def _kill(self, name: str | None, forget: bool) -> None:
         if self.container is not None:

@@ -42,11 +42,8 @@ class LocalBackend(Backend):
             self.procs[name] = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
-    def _exit_status(self, name: str) -> int | None:
-        return self.procs[name].poll()
-
-    def _process_names(self) -> list[str]:
-        return list(self.procs)
+    def _exit_statuses(self) -> dict[str, int | None]:
+        return {name: proc.poll() for name, proc in self.procs.items()}
 
     def _kill(self, name: str | None, forget: bool) -> None:
         for proc_name, proc in list(self.procs.items()):
