@@ -6,6 +6,7 @@ step and the final state check of a scenario. Specs here, checking in
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -46,8 +47,13 @@ class HttpCheck(Spec):
     not_contains: str | None = None
 
 
+class FileText(Spec):
+    path: str = Field(description="glob, relative to the program's state folder")
+    text: str = Field(min_length=1, description="one matching file contains this text")
+
+
 _KINDS = ("window", "no_window", "dom_visible", "dom_hidden", "changed", "http", "file_exists",
-          "no_file")
+          "no_file", "file_contains", "exited")
 
 
 class Condition(Spec):
@@ -60,6 +66,9 @@ class Condition(Spec):
     http: HttpCheck | None = None
     file_exists: str | None = Field(None, description="glob, relative to the program's state folder")
     no_file: str | None = Field(None, description="glob that matches nothing in the state folder")
+    file_contains: FileText | None = None
+    exited: str | None = Field(None, description="this process of the program ended with status 0 "
+                               "(a task that quits the program; only in a scenario's last step)")
 
     @model_validator(mode="after")
     def _one(self):
@@ -88,6 +97,7 @@ class Probe(Protocol):
     def has_window(self, pattern: str) -> bool: ...
     def http_get(self, url: str): ...
     def state_glob(self, pattern: str) -> list: ...
+    def exit_status(self, process: str) -> int | None: ...
 
 
 def region_changed(before: Frame, after: Frame, box: Box, min_changed: int) -> bool:
@@ -125,4 +135,9 @@ def holds(cond: Condition, probe: Probe, before: Frame | None = None, after: Fra
         return check.not_contains is None or check.not_contains not in resp.text
     if kind == "no_file":
         return not probe.state_glob(cond.no_file)
+    if kind == "file_contains":
+        return any(cond.file_contains.text in Path(f).read_text(errors="replace")
+                   for f in probe.state_glob(cond.file_contains.path) if Path(f).is_file())
+    if kind == "exited":
+        return probe.exit_status(cond.exited) == 0
     return bool(probe.state_glob(cond.file_exists))

@@ -93,6 +93,16 @@ class Scenario(Spec):
             raise ValueError(f"unknown program {v!r}; known: {', '.join(app_names())}")
         return v
 
+    @model_validator(mode="after")
+    def _quit_last(self):
+        # After a quit there is no program left to act on or to check.
+        for i, step in enumerate(self.steps[:-1]):
+            if any(c.exited for c in step.transition):
+                raise ValueError(f"steps[{i}]: `exited` belongs only in the last step's transition")
+        if any(c.exited for c in self.check) or any(s.until and s.until.exited for s in self.setup):
+            raise ValueError("`exited` belongs only in the last step's transition")
+        return self
+
     @property
     def key(self) -> str:
         return f"{self.app}/{self.id}"

@@ -300,7 +300,7 @@ def _validate(dataset: Path, task: str, backends) -> dict:
 
 @pytest.mark.live
 def test_collect_dicomscope_task_on_the_page(browser, backends, dataset, tmp_path):
-    reference = select("dicomscope/delete-study")[0]
+    reference = select("dicomscope/medspot-17-delete-study")[0]
     truth = [s.target.box for s in reference.steps]
     session = CollectSession("dicomscope", None, "Delete the study of PHANTOM^ALICE",
                              backend=backends("dicomscope"), scenario_dir=tmp_path / "scenarios", dataset=dataset)

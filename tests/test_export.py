@@ -16,7 +16,7 @@ from clinigym.scenarios import select
 from clinigym.scoring import score_dirs
 
 pytestmark = pytest.mark.live
-SCENARIOS = select("orthanc/*")[:3] + select("dicomscope/delete-study")
+SCENARIOS = select("orthanc/*")[:3] + select("dicomscope/medspot-17-delete-study")
 METRICS = ("tca", "s1a", "shr", "shr_attempted", "wps", "wps_norm", "failures", "n_tasks")
 
 

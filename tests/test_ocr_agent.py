@@ -263,22 +263,22 @@ EXPECTED = {
     # Typing at the focus (no point): the environment judges a type by the pointer,
     # which is still on the 'Open' menu item, not on the location field.
     "aeskulap/open-study-file": (2, "edge_bias", ["ocr", "ocr", "focus"]),
-    "dicomscope/delete-study": (3, None, ["ocr", "icon", "ocr"]),
-    "dicomscope/presets-min-max": (2, None, ["icon", "ocr"]),
-    "dicomscope/rotate-invert": (2, None, ["icon", "icon"]),
+    "dicomscope/medspot-17-delete-study": (3, None, ["ocr", "icon", "ocr"]),
+    "dicomscope/medspot-20-presets-min-max": (2, None, ["icon", "ocr"]),
+    "dicomscope/medspot-03-rotate-invert": (2, None, ["icon", "icon"]),
     # "Open the study ..." says nothing of a double click: the right row, the wrong action.
-    "dicomscope/view-image": (0, "wrong_action_type", ["ocr"]),
+    "dicomscope/medspot-09-view-image": (0, "wrong_action_type", ["ocr"]),
     "orthanc/anonymize-study": (3, None, ["ocr", "ocr", "ocr"]),
     "orthanc/delete-study": (3, None, ["ocr", "ocr", "ocr"]),
     "orthanc/open-patient-study": (3, None, ["ocr", "ocr", "ocr"]),
     "orthanc/preview-series": (4, None, ["ocr", "ocr", "ocr", "ocr"]),
     "orthanc/protect-patient": (3, None, ["ocr", "ocr", "ocr"]),
     # 'Export to DICOM Dir' is read on the toolbar's Export button, not the menu entry.
-    "ginkgocadx/anonymized-export": (0, "toolbar_confusion", ["ocr"]),
-    "ginkgocadx/dicom-inspector": (2, None, ["ocr", "ocr"]),
+    "ginkgocadx/medspot-21-anonymized-export": (0, "toolbar_confusion", ["ocr"]),
+    "ginkgocadx/medspot-09-dicom-inspector": (2, None, ["ocr", "ocr"]),
     # The file name is typed at the focus, judged by the pointer still on 'Accept'.
-    "ginkgocadx/export-image": (3, "far_miss", ["ocr", "ocr", "ocr", "focus"]),
-    "ginkgocadx/save-snapshot": (3, None, ["ocr", "ocr", "ocr"]),
+    "ginkgocadx/medspot-01-export-image": (3, "far_miss", ["ocr", "ocr", "ocr", "focus"]),
+    "ginkgocadx/medspot-02-save-snapshot": (3, None, ["ocr", "ocr", "ocr"]),
     "ohif/open-study": (2, None, ["ocr", "ocr"]),
     # OHIF's toolbar is icons without text, and no OHIF icon templates exist yet: no point.
     "ohif/lung-window-preset": (0, "no_prediction", ["none"]),

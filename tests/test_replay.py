@@ -17,7 +17,7 @@ from clinigym.replay import DEFAULT_THRESHOLD, register, replay_episode, similar
 from clinigym.scenarios import all_scenarios
 
 SCENARIOS = {s.key: s for s in all_scenarios()}
-ORTHANC, DICOMSCOPE = "orthanc/open-patient-study", "dicomscope/view-image"
+ORTHANC, DICOMSCOPE = "orthanc/open-patient-study", "dicomscope/medspot-09-view-image"
 
 
 def record(key: str, backend, out: Path, wrong_at: int | None = None) -> Path:

@@ -19,7 +19,7 @@ from clinigym.scenarios import all_scenarios
 from clinigym.validate import load_scenario_map, locate, register, validate_dataset
 
 SCENARIOS = {s.key: s for s in all_scenarios()}
-ORTHANC, DICOMSCOPE = "orthanc/open-patient-study", "dicomscope/view-image"
+ORTHANC, DICOMSCOPE = "orthanc/open-patient-study", "dicomscope/medspot-09-view-image"
 
 
 def cli(*argv: str) -> int:

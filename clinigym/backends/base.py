@@ -189,13 +189,14 @@ class Backend:
         """Kill the program (or one of its processes) as a crash would; used by tests."""
         self._kill(name, forget=False)
 
-    def dead(self) -> str | None:
-        """Why the program is not running, or None when it is."""
+    def dead(self, quitting: frozenset[str] = frozenset()) -> str | None:
+        """Why the program is not running, or None when it is. A process in `quitting` (the
+        step asked the program to quit) may end with status 0."""
         gone = self._display_gone()
         if gone:
             return gone
         for name, code in self._exit_statuses().items():
-            if code is not None:
+            if code is not None and not (code == 0 and name in quitting):
                 return f"{name} exited with status {code}"
         return None
 
@@ -234,6 +235,9 @@ class Backend:
 
     def state_glob(self, pattern: str) -> list[str]:
         return glob.glob(str(self.state / self.render(pattern)))
+
+    def exit_status(self, process: str) -> int | None:
+        return self._exit_statuses().get(process)
 
     # -- where things run: each backend implements these ---------------------------------
     def _ensure_display(self) -> DisplaySession:

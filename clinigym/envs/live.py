@@ -208,7 +208,7 @@ class LiveEnv(ScreenEnv):
             t = time.monotonic()
             after_frame, settled = self.backend.settle(since=self._frame)
             settle_time = timings["settle"] = time.monotonic() - t
-            dead = self.backend.dead()
+            dead = self.backend.dead(quitting=frozenset(c.exited for c in step.transition if c.exited))
             if dead is None:
                 t = time.monotonic()
                 transition_seen, after_frame = self._transition(step, hit and type_ok and not invalid,
