@@ -13,7 +13,7 @@ APT := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recomme
 # All traffic stays on loopback: no bridge network, no NAT rules; containers use --network host.
 DOCKERD := dockerd --bridge=none --iptables=false --ip-masq=false
 
-.PHONY: deps engine images demo test test-all bench clean
+.PHONY: deps engine images demo test test-all bench dataset clean
 
 deps: $(STAMPS)/programs
 
@@ -66,6 +66,18 @@ test-all: deps images
 
 bench: deps images
 	$(BIN)/clinigym bench --backends local docker --out runs/bench.json
+
+# MedSPOT-Live: the oracle over the whole library, exported in MedSPOT's format, validated
+# against the live programs, and its shape printed beside MedSPOT's own.
+MEDSPOT ?= ../shared/medspot/annotations
+DATASET ?= datasets/medspot-live
+dataset: deps images
+	$(BIN)/clinigym run --scenario '*' --agent oracle --out runs/dataset-oracle --overwrite
+	rm -rf $(DATASET)
+	$(BIN)/clinigym export runs/dataset-oracle --medspot $(DATASET) --parquet $(DATASET).parquet
+	$(BIN)/clinigym validate $(DATASET)
+	@echo; $(BIN)/clinigym shape $(MEDSPOT) $(DATASET) --per-program
+	@echo; $(BIN)/clinigym coverage $(MEDSPOT) | tail -n 7
 
 clean:
 	rm -rf $(VENV) $(STAMPS) runs *.egg-info

@@ -279,8 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_cleanup)
     # Commands that live in their own modules add their own sub-parsers.
-    from clinigym import liveview, replay, report, validate
-    for module in (report, replay, validate, liveview):
+    from clinigym import coverage, liveview, replay, report, validate
+    for module in (report, replay, validate, liveview, coverage):
         module.register(sub)
     from clinigym.collect import agreement, command as collect
     for module in (collect, agreement):

@@ -8,6 +8,7 @@ action causes) and optional final state checks on the program itself.
 from __future__ import annotations
 
 import fnmatch
+import re
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -121,6 +122,10 @@ def load_scenario(path: Path) -> Scenario:
     data["id"] = path.stem
     data["path"] = path
     scenario = parse(Scenario, data, path)
+    named = re.match(r"medspot-(\d+)-", path.stem)
+    if named and (scenario.medspot is None or scenario.medspot.task != int(named.group(1))):
+        raise SpecError(path, "medspot", f"the name says MedSPOT task {int(named.group(1))}: "
+                        "give `medspot: {software: ..., task: " + str(int(named.group(1))) + "}`")
     if path.parent.name != scenario.app and path.parent.parent == SCENARIOS:
         raise SpecError(path, "app", f"is {scenario.app!r} but the file is under scenarios/{path.parent.name}/")
     return scenario
