@@ -19,7 +19,7 @@ from clinigym.specfile import Spec, SpecError, parse, read_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTAINERS = ROOT / "containers"
-BASE_VARS = ("STATE", "HOME", "FIXTURES", "DISPLAY", "APP_DIR", "SCREEN_WIDTH", "SCREEN_HEIGHT")
+BASE_VARS = ("STATE", "HOME", "FIXTURES", "MODALITIES", "DISPLAY", "APP_DIR", "SCREEN_WIDTH", "SCREEN_HEIGHT")
 _VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
 
 

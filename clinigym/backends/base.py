@@ -22,7 +22,7 @@ from clinigym.apps import AppSpec, Process, npm_variables, render
 from clinigym.browser import DevTools, chromium_command
 from clinigym.conditions import Target
 from clinigym.display import DisplaySession, Frame, Geometry
-from clinigym.fixtures import write_studies
+from clinigym.fixtures import MODALITY_STUDIES, write_studies
 from clinigym.judge import Box
 from clinigym.ports import free_port
 from clinigym.waiting import Abort, WaitTimeout, wait_for
@@ -55,7 +55,8 @@ class Backend:
     def variables(self) -> dict[str, str]:
         g = self.geometry
         v = {"STATE": str(self.state), "HOME": str(self.state / "home"),
-             "FIXTURES": str(self.workdir / "fixtures"), "APP_DIR": str(self.app.folder),
+             "FIXTURES": str(self.workdir / "fixtures"), "MODALITIES": str(self.workdir / "modalities"),
+             "APP_DIR": str(self.app.folder),
              "DISPLAY": self.display.name if self.display else "",
              "SCREEN_WIDTH": str(g.width), "SCREEN_HEIGHT": str(g.height)}
         v.update({f"PORT_{k.upper()}": str(p) for k, p in self.ports.items()})
@@ -72,6 +73,7 @@ class Backend:
         shutil.rmtree(self.state, ignore_errors=True)
         (self.state / "home").mkdir(parents=True)
         write_studies(self.workdir / "fixtures")
+        write_studies(self.workdir / "modalities", MODALITY_STUDIES)
         for rel, text in self.app.files.items():
             dest = self.state / self.render(rel)
             dest.parent.mkdir(parents=True, exist_ok=True)
