@@ -50,51 +50,73 @@ _BOX_JS = """(() => {
 
 
 class DevTools:
-    """A minimal DevTools-protocol client for one page: evaluate JS, read element boxes.
-    Reads only: input always goes through X like for any desktop program."""
+    """A minimal DevTools-protocol client for a browser's pages: evaluate JS, read element
+    boxes. Reads only: input always goes through X like for any desktop program.
+
+    A program may open a second window (a viewer): Chromium lists the page shown last
+    first, so `evaluate` runs there and `element_box` looks front to back."""
 
     def __init__(self, port: int):
         self.port = port
-        self._ws: websocket.WebSocket | None = None
+        self._ws: dict[str, websocket.WebSocket] = {}
         self._ids = count(1)
 
-    def _page_url(self) -> str:
-        pages = requests.get(f"http://127.0.0.1:{self.port}/json", timeout=2).json()
-        page = next(p for p in pages if p.get("type") == "page")
-        return page["webSocketDebuggerUrl"]
+    def _pages(self) -> list[dict]:
+        targets = requests.get(f"http://127.0.0.1:{self.port}/json", timeout=2).json()
+        pages = [t for t in targets if t.get("type") == "page"]
+        for gone in set(self._ws) - {p["id"] for p in pages}:
+            self._drop(gone)
+        return pages
 
-    def _call(self, method: str, params: dict) -> dict:
-        if self._ws is None:
-            self._ws = websocket.create_connection(self._page_url(), timeout=5,
-                                                   suppress_origin=True)
+    def _drop(self, page_id: str) -> None:
+        ws = self._ws.pop(page_id, None)
+        if ws is not None:
+            try:
+                ws.close()
+            except (websocket.WebSocketException, OSError):
+                pass
+
+    def _call(self, page: dict, method: str, params: dict) -> dict:
+        ws = self._ws.get(page["id"])
+        if ws is None:
+            ws = self._ws[page["id"]] = websocket.create_connection(
+                page["webSocketDebuggerUrl"], timeout=5, suppress_origin=True)
         msg_id = next(self._ids)
         try:
-            self._ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
+            ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
             while True:
-                reply = json.loads(self._ws.recv())
+                reply = json.loads(ws.recv())
                 if reply.get("id") == msg_id:
                     break
         except (websocket.WebSocketException, OSError):
-            self.close()  # the page or browser went away; reconnect on the next call
+            self._drop(page["id"])  # the page or browser went away; reconnect on the next call
             raise
         if "error" in reply:
             raise RuntimeError(f"DevTools {method}: {reply['error']}")
         return reply["result"]
 
-    def evaluate(self, expression: str):
-        result = self._call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+    def _evaluate(self, page: dict, expression: str):
+        result = self._call(page, "Runtime.evaluate", {"expression": expression, "returnByValue": True})
         if "exceptionDetails" in result:
             raise RuntimeError(f"JS error: {result['exceptionDetails'].get('text')}")
         return result["result"].get("value")
 
+    def evaluate(self, expression: str):
+        """Evaluate in the front page."""
+        pages = self._pages()
+        if not pages:
+            raise RuntimeError("DevTools: the browser shows no page")
+        return self._evaluate(pages[0], expression)
+
     def element_box(self, selector: str, text: str | None = None) -> Box | None:
-        """Screen box of the first visible element matching `selector` (and containing `text`)."""
-        value = self.evaluate(_BOX_JS % (json.dumps(selector), json.dumps(text)))
-        return Box(*value) if value else None
+        """Screen box of the first visible element matching `selector` (and containing `text`),
+        in the front-most page that has one."""
+        for page in self._pages():
+            value = self._evaluate(page, _BOX_JS % (json.dumps(selector), json.dumps(text)))
+            if value:
+                return Box(*value)
+        return None
 
     def close(self) -> None:
-        if self._ws is not None:
-            try:
-                self._ws.close()
-            finally:
-                self._ws = None
+        for page_id in list(self._ws):
+            self._drop(page_id)
