@@ -90,7 +90,7 @@ def cmd_scenarios(args) -> int:
 
 def cmd_run(args) -> int:
     from clinigym.runner import run, run_static
-    from clinigym.scenarios import select
+    from clinigym.scenarios import first_per_program, select
     from clinigym.scoring import format_table
     out = Path(args.out)
     if (out / "episodes").exists() and any((out / "episodes").iterdir()):
@@ -109,7 +109,10 @@ def cmd_run(args) -> int:
                             args.single_step, args.delta, progress=not args.no_progress,
                             agent_options=options)
     else:
-        result = run(select(args.scenario), args.agent, Path(args.out), args.episodes, args.seed,
+        scenarios = select(args.scenario)
+        if args.per_program:
+            scenarios = first_per_program(scenarios, args.per_program)
+        result = run(scenarios, args.agent, Path(args.out), args.episodes, args.seed,
                      args.recovery, progress=not args.no_progress, agent_options=options,
                      backend=args.backend)
     if args.json:
@@ -217,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run an agent on live scenarios, record and score")
     p.add_argument("--scenario", default="*", help="glob on app/id, an app name or a scenario file")
+    p.add_argument("--per-program", type=int, metavar="N",
+                   help="only the first N matching scenarios of every program (by id)")
     p.add_argument("--dataset", help="static mode: a MedSPOT-format dataset instead of live scenarios")
     p.add_argument("--software", help="static mode: only this software's tasks")
     p.add_argument("--single-step", action="store_true",

@@ -139,6 +139,17 @@ def all_scenarios() -> list[Scenario]:
     return [load_scenario(p) for p in scenario_paths()]
 
 
+def first_per_program(scenarios: list[Scenario], n: int) -> list[Scenario]:
+    """The first `n` scenarios of every program, by id (a quick cross-section of the library)."""
+    seen: dict[str, int] = {}
+    chosen = []
+    for s in sorted(scenarios, key=lambda s: s.key):
+        seen[s.app] = seen.get(s.app, 0) + 1
+        if seen[s.app] <= n:
+            chosen.append(s)
+    return chosen
+
+
 def select(pattern: str = "*") -> list[Scenario]:
     """Scenarios whose key (`app/id`) or path matches the glob; a path to a file works too."""
     path = Path(pattern)

@@ -2,18 +2,15 @@
 program is exercised end to end within the time limit; `make test-all` runs every one."""
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
+
+from clinigym.scenarios import first_per_program
 
 PER_PROGRAM = 4
 
 
 def representative(scenarios, per_program: int = PER_PROGRAM) -> list:
     """pytest parameters, the scenarios beyond the first `per_program` of a program marked slow."""
-    seen: Counter = Counter()
-    params = []
-    for s in sorted(scenarios, key=lambda s: s.key):
-        seen[s.app] += 1
-        params.append(pytest.param(s, id=s.key, marks=[pytest.mark.slow] if seen[s.app] > per_program else []))
-    return params
+    chosen = {s.key for s in first_per_program(scenarios, per_program)}
+    return [pytest.param(s, id=s.key, marks=[] if s.key in chosen else [pytest.mark.slow])
+            for s in sorted(scenarios, key=lambda s: s.key)]
