@@ -51,9 +51,11 @@ engine: $(STAMPS)/docker
 images: deps engine
 	$(BIN)/clinigym images
 
+# The demo: a cross-section of the library (the first scenarios of every program by id).
+DEMO_PER_PROGRAM ?= 5
 demo: deps images
-	$(BIN)/clinigym run --scenario '*' --agent oracle --out runs/demo-oracle --overwrite
-	$(BIN)/clinigym run --scenario '*' --agent random --seed 1 --out runs/demo-random --overwrite
+	$(BIN)/clinigym run --scenario '*' --per-program $(DEMO_PER_PROGRAM) --agent oracle --out runs/demo-oracle --overwrite
+	$(BIN)/clinigym run --scenario '*' --per-program $(DEMO_PER_PROGRAM) --agent random --seed 1 --out runs/demo-random --overwrite
 	@echo; echo "== oracle =="; $(BIN)/clinigym score runs/demo-oracle
 	@echo; echo "== random =="; $(BIN)/clinigym score runs/demo-random
 

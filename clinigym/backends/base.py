@@ -12,19 +12,18 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import requests
 
-from clinigym.apps import AppSpec, Process, npm_variables, render
+from clinigym.apps import AppSpec, Process, app_names, npm_variables, render
 from clinigym.browser import DevTools, chromium_command
 from clinigym.conditions import Target
 from clinigym.display import DisplaySession, Frame, Geometry
 from clinigym.fixtures import MODALITY_STUDIES, write_studies
 from clinigym.judge import Box
-from clinigym.ports import free_port
+from clinigym.slots import claim
 from clinigym.waiting import Abort, WaitTimeout, wait_for
 
 
@@ -38,12 +37,14 @@ class Backend:
     def __init__(self, app: AppSpec, geometry: Geometry = Geometry()):
         self.app = app
         self.geometry = geometry
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"clinigym-{app.name}-"))
+        names = app_names()  # a program made in code (not under containers/) gets the next block
+        slot = claim(app.name, names.index(app.name) if app.name in names else len(names), list(app.ports))
+        self.workdir = slot.workdir
         self.state = self.workdir / "state"
         self.pristine = self.workdir / "pristine"
         self.logs = self.workdir / "logs"
         self.logs.mkdir()
-        self.ports = {name: free_port() for name in app.ports}
+        self.ports = slot.ports
         self.display: DisplaySession | None = None
         self.devtools: DevTools | None = None
         self._versions: dict[str, str] | None = None

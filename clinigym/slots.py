@@ -1,0 +1,78 @@
+"""Numbered work folders and loopback ports for running programs, lowest free first.
+
+Programs show paths and addresses on screen (a file chooser's path bar, a viewer
+window's address bar). With random names, two runs of the same scenario would
+differ there, and a keyframe could not be compared with the live screen. So the
+n-th program of a kind that runs at the same time gets the same folder and the
+same ports every time: `/tmp/clinigym-<app>-<n>`, ports from a fixed block.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import socket
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(tempfile.gettempdir())
+SLOTS = 64
+PORTS_PER_SLOT = 10
+PORTS_PER_APP = SLOTS * PORTS_PER_SLOT
+# Below Linux's ephemeral range (32768-60999) for up to 20 programs, so that a port of the
+# block is normally free; one that is taken makes the claimer skip the slot.
+PORT_BASE = 20000
+
+
+@dataclass(frozen=True)
+class Slot:
+    number: int
+    workdir: Path
+    ports: dict[str, int]
+
+
+def _owner_alive(folder: Path) -> bool:
+    try:
+        pid = int((folder / "owner").read_text())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def claim(app: str, app_index: int, port_names: list[str]) -> Slot:
+    """The lowest slot whose folder is free (or left by a process that is gone) and whose
+    ports can be bound; its folder is created and owned by this process."""
+    if len(port_names) > PORTS_PER_SLOT:
+        raise ValueError(f"{app}: at most {PORTS_PER_SLOT} ports")
+    with open(ROOT / "clinigym-slots.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one claimer at a time, across processes
+        for n in range(SLOTS):
+            folder = ROOT / f"clinigym-{app}-{n}"
+            if folder.exists():
+                if _owner_alive(folder):
+                    continue
+                shutil.rmtree(folder, ignore_errors=True)
+            base = PORT_BASE + app_index * PORTS_PER_APP + n * PORTS_PER_SLOT
+            ports = {name: base + i for i, name in enumerate(port_names)}
+            if not all(_bindable(p) for p in ports.values()):
+                continue
+            folder.mkdir()
+            (folder / "owner").write_text(str(os.getpid()))
+            return Slot(n, folder, ports)
+    raise RuntimeError(f"{app}: all {SLOTS} slots are taken (run `clinigym cleanup`?)")
