@@ -32,11 +32,7 @@ class Slot:
     ports: dict[str, int]
 
 
-def _owner_alive(folder: Path) -> bool:
-    try:
-        pid = int((folder / "owner").read_text())
-    except (OSError, ValueError):
-        return False
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -44,6 +40,13 @@ def _owner_alive(folder: Path) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _owner_alive(folder: Path) -> bool:
+    try:
+        return pid_alive(int((folder / "owner").read_text()))
+    except (OSError, ValueError):
+        return False
 
 
 def _bindable(port: int) -> bool:

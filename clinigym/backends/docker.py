@@ -24,6 +24,7 @@ from clinigym.apps import ROOT, AppSpec, npm_variables
 from clinigym.backends.base import Backend, ProgramDied
 from clinigym.display import DisplaySession, Frame, Geometry
 from clinigym.images import ImageError, app_tag, engine
+from clinigym.slots import pid_alive
 from clinigym.waiting import WaitTimeout, wait_for
 
 LABEL = "org.clinigym"           # every container clinigym starts carries it
@@ -219,7 +220,7 @@ def _lock_owner_alive(lock: Path) -> bool:
         pid = int(lock.read_text().strip() or 0)
     except (OSError, ValueError):
         return True   # being written right now: not ours to take
-    return pid > 0 and _pid_alive(pid)
+    return pid > 0 and pid_alive(pid)
 
 
 def release_display(number: int) -> None:
@@ -243,7 +244,7 @@ def cleanup(all_containers: bool = False, client=None) -> list[str]:
     removed = []
     for c in client.containers.list(all=True, filters={"label": LABEL}):
         owner = int(c.labels.get(f"{LABEL}.owner", "0") or 0)
-        if not all_containers and owner and _pid_alive(owner):
+        if not all_containers and owner and pid_alive(owner):
             continue
         remove_container(c)
         if c.labels.get(f"{LABEL}.display"):
@@ -255,11 +256,3 @@ def cleanup(all_containers: bool = False, client=None) -> list[str]:
     return removed
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
