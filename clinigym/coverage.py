@@ -4,8 +4,10 @@ dataset beside MedSPOT's own.
 
 A scenario reproduces MedSPOT task N of a program when its id is `medspot-NN-...`
 (the loader checks that its `medspot:` reference says the same); other scenarios
-with a `medspot:` reference are analogues on another program. Tasks that no build
-here can do are listed, with the reason, in `scenarios/medspot-impossible.yaml`.
+with a `medspot:` reference are analogues on another program. Tasks without a live
+scenario are listed, with the reason, in `scenarios/medspot-not-reproduced.yaml`:
+`impossible` (no build here has the feature) or `blocked` (the feature is there, but
+the task cannot be scored live yet).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import sys
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -24,22 +27,23 @@ from clinigym.specfile import Spec, parse, read_yaml
 
 # MedSPOT's programs that run here (the others are Windows-only or not packaged).
 PROGRAMS = ("Orthanc", "ITKsnap", "DICOMscope", "GingkoCadx")
-IMPOSSIBLE = SCENARIOS / "medspot-impossible.yaml"
-STATUSES = ("reproduced", "adapted", "impossible", "missing")
+NOT_REPRODUCED = SCENARIOS / "medspot-not-reproduced.yaml"
+STATUSES = ("reproduced", "adapted", "impossible", "blocked", "missing")
 
 
-class ImpossibleTask(Spec):
+class NotReproduced(Spec):
     software: str
     task: int = Field(ge=0)
-    reason: str = Field(min_length=1, description="what was looked for, where, and why it is not there")
+    status: Literal["impossible", "blocked"] = "impossible"
+    reason: str = Field(min_length=1, description="what was looked for or tried, where, and why it failed")
 
 
-class ImpossibleList(Spec):
-    tasks: list[ImpossibleTask]
+class NotReproducedList(Spec):
+    tasks: list[NotReproduced]
 
 
-def load_impossible(path: Path = IMPOSSIBLE) -> list[ImpossibleTask]:
-    return parse(ImpossibleList, read_yaml(path), path).tasks
+def load_not_reproduced(path: Path = NOT_REPRODUCED) -> list[NotReproduced]:
+    return parse(NotReproducedList, read_yaml(path), path).tasks
 
 
 @dataclass(frozen=True)
@@ -59,21 +63,22 @@ def _first_sentence(text: str) -> str:
 
 
 def coverage(tasks: list[MedspotTask], scenarios: list[Scenario],
-             impossible: list[ImpossibleTask]) -> list[TaskCoverage]:
+             not_reproduced: list[NotReproduced]) -> list[TaskCoverage]:
     """One row per MedSPOT task of PROGRAMS, in file and index order."""
     live: dict[tuple[str, int], list[Scenario]] = {}
     for s in scenarios:
         if s.medspot and s.id.startswith("medspot-"):
             live.setdefault((s.medspot.software, s.medspot.task), []).append(s)
-    reasons = {(i.software, i.task): i.reason for i in impossible}
+    listed = {(n.software, n.task): n for n in not_reproduced}
     rows = []
     for t in sorted((t for t in tasks if t.software in PROGRAMS), key=lambda t: (PROGRAMS.index(t.software), t.index)):
         found = sorted(live.get((t.software, t.index), []), key=lambda s: s.key)
         if found:
             notes = [_first_sentence(s.adaptation) for s in found if s.adaptation]
             status, note = ("adapted", " ".join(notes)) if notes else ("reproduced", "")
-        elif (t.software, t.index) in reasons:
-            status, note = "impossible", _first_sentence(reasons[(t.software, t.index)])
+        elif (t.software, t.index) in listed:
+            entry = listed[(t.software, t.index)]
+            status, note = entry.status, _first_sentence(entry.reason)
         else:
             status, note = "missing", ""
         rows.append(TaskCoverage(t.software, t.index, t.overview, status, tuple(s.key for s in found), note))
@@ -103,8 +108,8 @@ def markdown(rows: list[TaskCoverage]) -> str:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     t = totals(rows)
     lines.append("")
-    lines.append("| Program | Tasks | Reproduced | Adapted | Impossible | Missing |")
-    lines.append("|---|---|---|---|---|---|")
+    lines.append("| Program | Tasks | Reproduced | Adapted | Impossible | Blocked | Missing |")
+    lines.append("|---|---|---|---|---|---|---|")
     for key, c in t.items():
         lines.append(f"| {key} | {c['tasks']} | " + " | ".join(str(c[s]) for s in STATUSES) + " |")
     return "\n".join(lines)
@@ -141,7 +146,7 @@ def shape_table(named: dict[str, dict]) -> str:
 def cmd_coverage(args) -> int:
     from clinigym.medspot import read_dataset
     from clinigym.scenarios import all_scenarios
-    rows = coverage(read_dataset(Path(args.annotations)), all_scenarios(), load_impossible())
+    rows = coverage(read_dataset(Path(args.annotations)), all_scenarios(), load_not_reproduced())
     if args.json:
         print(json.dumps(to_json(rows), indent=2))
     else:
@@ -170,7 +175,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "coverage", help="which MedSPOT tasks the scenario library reproduces live",
         description="One row per MedSPOT task of " + ", ".join(PROGRAMS) + ": its live scenario, its status "
-                    "(reproduced, adapted, impossible, missing) and the adaptation or reason. "
+                    "(reproduced, adapted, impossible, blocked, missing) and the adaptation or reason. "
                     "Exit 1 when a task is missing.")
     p.add_argument("annotations", help="folder with MedSPOT's <Software>_Annotation.json files")
     p.add_argument("--json", action="store_true", help="machine-readable output (default: Markdown tables)")

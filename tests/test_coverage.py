@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clinigym.cli import main
-from clinigym.coverage import ImpossibleTask, coverage, load_impossible, markdown, shape, totals
+from clinigym.coverage import NotReproduced, coverage, load_not_reproduced, markdown, shape, totals
 from clinigym.medspot import GroundTruth, MedspotStep, MedspotTask, read_dataset
 from clinigym.scenarios import all_scenarios, load_scenario
 from clinigym.specfile import SpecError
@@ -42,14 +42,18 @@ def test_statuses(tmp_path):
     scenarios = [_scenario(tmp_path, "medspot-00-a", 0),
                  _scenario(tmp_path, "medspot-01-b", 1, "Another menu. More words."),
                  _scenario(tmp_path, "analogue", 3)]   # not named for the task: not counted
-    rows = coverage(tasks, scenarios, [ImpossibleTask(software="DICOMscope", task=2, reason="Gone. Long.")])
+    tasks.append(_task("DICOMscope", 4, (1, 1, 1, 1)))
+    rows = coverage(tasks, scenarios, [NotReproduced(software="DICOMscope", task=2, reason="Gone. Long."),
+                                       NotReproduced(software="DICOMscope", task=4, status="blocked",
+                                                     reason="Unseen.")])
     assert [(r.task, r.status, r.scenarios, r.note) for r in rows] == [
         (0, "reproduced", ("dicomscope/medspot-00-a",), ""),
         (1, "adapted", ("dicomscope/medspot-01-b",), "Another menu."),
         (2, "impossible", (), "Gone."),
-        (3, "missing", (), "")]
-    assert totals(rows)["DICOMscope"] == {"tasks": 4, "reproduced": 1, "adapted": 1, "impossible": 1,
-                                          "missing": 1}
+        (3, "missing", (), ""),
+        (4, "blocked", (), "Unseen.")]
+    assert totals(rows)["DICOMscope"] == {"tasks": 5, "reproduced": 1, "adapted": 1, "impossible": 1,
+                                          "blocked": 1, "missing": 1}
     assert totals(rows)["Orthanc"]["tasks"] == 0
 
 
@@ -65,13 +69,13 @@ def test_shape_exact():
                             "target_sizes": {"small": 1, "medium": 1, "large": 1}}
 
 
-def test_impossible_entries_are_real_tasks_without_scenarios():
+def test_listed_entries_are_real_tasks_without_scenarios():
     tasks = {(t.software, t.index) for t in read_dataset(ANNOTATIONS)}
     rows = {(r.software, r.task): r for r in coverage(read_dataset(ANNOTATIONS), all_scenarios(),
-                                                       load_impossible())}
-    for entry in load_impossible():
+                                                       load_not_reproduced())}
+    for entry in load_not_reproduced():
         assert (entry.software, entry.task) in tasks
-        assert rows[(entry.software, entry.task)].status == "impossible", "a listed task has a scenario"
+        assert rows[(entry.software, entry.task)].status == entry.status, "a listed task has a scenario"
 
 
 def test_readme_table_is_current():
@@ -79,12 +83,12 @@ def test_readme_table_is_current():
     text = README.read_text()
     found = re.search(r"<!-- coverage:start -->\n(.*?)\n<!-- coverage:end -->", text, re.S)
     assert found, "README.md has no coverage table between the markers"
-    rows = coverage(read_dataset(ANNOTATIONS), all_scenarios(), load_impossible())
+    rows = coverage(read_dataset(ANNOTATIONS), all_scenarios(), load_not_reproduced())
     assert found.group(1) == markdown(rows)
 
 
 def test_cli_exit_status(capsys):
-    rows = coverage(read_dataset(ANNOTATIONS), all_scenarios(), load_impossible())
+    rows = coverage(read_dataset(ANNOTATIONS), all_scenarios(), load_not_reproduced())
     missing = any(r.status == "missing" for r in rows)
     assert main(["coverage", str(ANNOTATIONS)]) == (1 if missing else 0)
     assert "| Program | Tasks |" in capsys.readouterr().out
