@@ -28,6 +28,10 @@ class Ready(Spec):
     window: str | None = Field(None, description="regex matched against top-level window titles")
     http: str | None = Field(None, description="URL that must answer 200")
     dom: str | None = Field(None, description="CSS selector that must be visible (browser programs)")
+    painted: list[int] | None = Field(
+        None, min_length=4, max_length=4,
+        description="screen box [x1, y1, x2, y2] that the settled first screen must show drawn (a pixel "
+                    "brighter than 200): a window still black while the program loads is not settled")
     timeout: float = 60.0
 
 

@@ -227,18 +227,24 @@ class DisplaySession:
             self.release(button)
 
     def drag(self, x1: int, y1: int, x2: int, y2: int, steps: int = 10) -> None:
-        """Press at the start, move in small steps (toolkits ignore a single jump), release."""
+        """Press at the start, move in small steps (toolkits ignore a single jump), release;
+        paced like a hand, so that a browser's drag-and-drop session starts and ends."""
         self.move(x1, y1)
         self.press()
-        time.sleep(0.03)      # the press is seen before the pointer moves (a drag, not a jump)
+        time.sleep(0.05)      # the press is seen before the pointer moves (a drag, not a jump)
+        # Past the drag threshold, then a pause: Chromium starts its drag session (a pointer
+        # grab) here, and motion that arrives before it is lost on a busy machine.
+        nx, ny = x1 + (4 if x2 >= x1 else -4), y1
+        self.move(nx, ny)
+        time.sleep(0.15)
         for i in range(1, steps + 1):
-            self.move(x1 + (x2 - x1) * i // steps, y1 + (y2 - y1) * i // steps)
-            time.sleep(0.01)  # toolkits coalesce motion events that arrive at once
-        # Hover at the end before the release: a browser's drag-and-drop drops on the
-        # element its last drag-over reached, which a busy machine can deliver late.
-        for _ in range(2):
-            self.move(x2, y2)
-            time.sleep(0.03)
+            self.move(nx + (x2 - nx) * i // steps, ny + (y2 - ny) * i // steps)
+            time.sleep(0.02)  # toolkits coalesce motion events that arrive at once
+        # Rest on the end with small real moves (a move to the same place sends no event):
+        # a drop lands on the element the last drag-over reached.
+        for dx in (1, 0, 1, 0):
+            self.move(x2 + dx, y2)
+            time.sleep(0.05)
         self.release()
 
     def scroll(self, x: int, y: int, dy: int = 0, dx: int = 0) -> None:

@@ -175,6 +175,17 @@ class Backend:
         for proc in self.app.processes:
             self._launch(proc, args if proc is self.app.processes[-1] else ())
         frame, _ = self.settle()
+        ready = self.app.processes[-1].ready
+        if ready.painted:
+            # Some programs show their window black for seconds while they load (and may unmap
+            # it once more): a quiet black screen is not the settled first screen.
+            x1, y1, x2, y2 = ready.painted
+            deadline = time.monotonic() + ready.timeout
+            while int(frame.rgb[y1:y2, x1:x2].max()) <= 200:
+                if time.monotonic() > deadline:
+                    raise WaitTimeout(f"{self.app.name}: nothing drawn in {ready.painted} "
+                                      f"after {ready.timeout:g}s")
+                frame, _ = self.settle(since=frame)
         return frame
 
     def settle(self, since: Frame | None = None) -> tuple[Frame, bool]:
