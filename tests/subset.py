@@ -11,6 +11,7 @@ PER_PROGRAM = 4
 
 def representative(scenarios, per_program: int = PER_PROGRAM) -> list:
     """pytest parameters, the scenarios beyond the first `per_program` of a program marked slow."""
+    scenarios = list(scenarios)
     chosen = {s.key for s in first_per_program(scenarios, per_program)}
     return [pytest.param(s, id=s.key, marks=[] if s.key in chosen else [pytest.mark.slow])
             for s in sorted(scenarios, key=lambda s: s.key)]
