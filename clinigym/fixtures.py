@@ -87,16 +87,16 @@ def _smooth(img: np.ndarray, n: int) -> np.ndarray:
 
 def phantom(size: int, index: int, slices: int, modality: str) -> np.ndarray:
     """A Shepp-Logan-like slice: nested ellipses whose size varies along z."""
-    yy, xx = np.mgrid[-1:1:complex(0, size), -1:1:complex(0, size)]
+    yy, xx = _grid(size, size)
     z = (index + 0.5) / slices * 2 - 1
     shrink = np.sqrt(max(0.05, 1 - z * z))
     # CT values are stored with intercept -1024: soft tissue 40 HU, lungs -724 HU, bone 300 HU.
     body, inner, lesion = (1064, 300, 1324) if modality == "CT" else (400, 200, 900)
     img = np.zeros((size, size), dtype=np.float64)
-    img[(xx / (0.75 * shrink)) ** 2 + (yy / (0.9 * shrink)) ** 2 <= 1] = body
-    img[((xx + 0.25) / 0.18) ** 2 + (yy / (0.4 * shrink)) ** 2 <= 1] = inner
-    img[((xx - 0.25) / 0.18) ** 2 + (yy / (0.4 * shrink)) ** 2 <= 1] = inner
-    img[((xx - 0.1) / 0.08) ** 2 + ((yy + 0.3 - 0.2 * z) / 0.08) ** 2 <= 1] = lesion
+    img[_ellipse(yy, xx, 0, 0, 0.9 * shrink, 0.75 * shrink)] = body
+    img[_ellipse(yy, xx, 0, -0.25, 0.4 * shrink, 0.18)] = inner
+    img[_ellipse(yy, xx, 0, 0.25, 0.4 * shrink, 0.18)] = inner
+    img[_ellipse(yy, xx, -0.3 + 0.2 * z, 0.1, 0.08, 0.08)] = lesion
     return img.astype(np.uint16)
 
 

@@ -27,5 +27,5 @@ def test_start_has_no_first_run_dialog_and_is_the_same_every_reset(ginkgo):
     # A fourth study that is not in the history, in the folder where the history's
     # 'Open File' chooser opens (MedSPOT task 0 links it).
     incoming = ginkgo.pristine / "incoming/IMG0001.dcm"
-    assert b"PHANTOM^DAVE" in incoming.read_bytes()
-    assert b"PHANTOM^DAVE" not in (home / ".ginkgocadx/DICOMDIR/ginkgodatabase_2.1.db").read_bytes()
+    assert b"PHANTOM^ERIN" in incoming.read_bytes()
+    assert b"PHANTOM^ERIN" not in (home / ".ginkgocadx/DICOMDIR/ginkgodatabase_2.1.db").read_bytes()

@@ -136,7 +136,7 @@ class Backend:
 
         def alive_check(probe):
             def check():
-                code = self._exit_statuses().get(proc.name)
+                code = self.exit_status(proc.name)
                 if code is not None:
                     raise ProgramDied(f"{proc.name} exited with {code} while starting; "
                                       f"log: {self.log_tail(proc.name)}")
