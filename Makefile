@@ -5,8 +5,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMPS := .stamps
-# The display stack; each program's own packages come from containers/*/app.yaml.
-BASE_PACKAGES := python3 python3-venv xvfb x11-utils openbox x11vnc fonts-dejavu-core procps
+# The display stack (and `ip`, for programs started in a network namespace of their own);
+# each program's own packages come from containers/*/app.yaml.
+BASE_PACKAGES := python3 python3-venv xvfb x11-utils openbox x11vnc fonts-dejavu-core procps iproute2
 # The Docker backend: the engine, base images by debootstrap, the live view (noVNC).
 DOCKER_PACKAGES := docker.io debootstrap novnc websockify
 APT := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
