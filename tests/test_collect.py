@@ -233,6 +233,8 @@ class Page:
 
     def act(self, x: int, y: int, double: bool = False) -> dict:
         n = self.js("window.collect.state.steps.length")
+        # the page ignores the screen while a step is open or a call is in flight
+        assert self.js("canAct()"), self.js("document.getElementById('status').textContent")
         px, py = self.at(x + 0.2, y + 0.2)
         (self.page.mouse.dblclick if double else self.page.mouse.click)(px, py)
         self.page.wait_for_function(f"window.collect.state.steps.length === {n + 1} && window.collect.editing "

@@ -11,17 +11,26 @@ const KEYMAP = {Escape: 'Escape', Tab: 'Tab', Backspace: 'BackSpace', Delete: 'D
 
 function withToken(path) { return path + (path.includes('?') ? '&' : '?') + 'token=' + encodeURIComponent(TOKEN); }
 
+// Counts calls that change the session, before they are sent and after they answer: a state
+// fetched meanwhile may predate the change and must not be shown (it would reopen an accepted step).
+let changes = 0;
 async function api(path, body) {
   const opts = {headers: {'X-Clinigym-Token': TOKEN}};
+  const changing = body !== undefined && path !== 'api/check';
   if (body !== undefined) {
     opts.method = 'POST';
     opts.headers['Content-Type'] = 'application/json';
     opts.body = JSON.stringify(body);
   }
-  const r = await fetch(withToken(path), opts);
-  const data = await r.json().catch(() => ({}));
-  if (!r.ok) throw new Error(data.error || r.statusText);
-  return data;
+  if (changing) changes++;
+  try {
+    const r = await fetch(withToken(path), opts);
+    const data = await r.json().catch(() => ({}));
+    if (!r.ok) throw new Error(data.error || r.statusText);
+    return data;
+  } finally {
+    if (changing) changes++;
+  }
 }
 
 function status(text, kind) {
@@ -436,10 +445,13 @@ function renderReview() {
 
 // -- state -----------------------------------------------------------------------------------
 async function refresh() {
+  const before = changes;
+  let st;
   try {
-    S.state = await api('api/state');
+    st = await api('api/state');
   } catch (e) { status(e.message, 'error'); return; }
-  const st = S.state;
+  if (changes !== before) return;   // stale: the change's own refresh follows
+  S.state = st;
   S.screen = st.screen;
   if (S.mode === null) {
     S.mode = st.mode;
