@@ -55,14 +55,16 @@ class Similarity:
         return self.identical >= threshold
 
 
-def similarity(a: np.ndarray, b: np.ndarray) -> Similarity:
-    """Two RGB images of the same size (H x W x 3, uint8)."""
+def similarity(a: np.ndarray, b: np.ndarray, ignore: np.ndarray | None = None) -> Similarity:
+    """Two RGB images of the same size (H x W x 3, uint8); pixels where the boolean H x W
+    mask `ignore` is set are left out of every figure."""
     if a.shape != b.shape:
         raise ValueError(f"images of different sizes: {a.shape} and {b.shape}")
-    if a.size == 0:
+    keep = np.ones(a.shape[:2], bool) if ignore is None else ~ignore
+    if not keep.any():
         return Similarity(1.0, 0.0, 0)
-    same = np.all(a == b, axis=-1)
-    mad = float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean())
+    same = np.all(a == b, axis=-1)[keep]
+    mad = float(np.abs(a.astype(np.int16) - b.astype(np.int16))[keep].mean())
     return Similarity(float(same.mean()), mad, int(same.size - same.sum()))
 
 

@@ -12,7 +12,9 @@ executed on the live program from a fresh reset, and each step is checked:
    text would otherwise blur the comparison and the template matching
    (cross-correlation of 0.74 instead of 1.0 for DICOMscope's tree labels at
    1280x720). A keyframe that is a scaled capture of the live screen then
-   compares as identical.
+   compares as identical. When they differ, the live screen is watched for
+   `WATCH_SECONDS` (longer than a caret's blink, 0.5-0.6 s on or off) and the
+   pixels that changed by themselves are left out (reported as `moving`).
 2. region: the same measure inside the ground-truth box only.
 3. template: where the keyframe's content inside the box is on the live
    screen (normalised cross-correlation over the whole frame, computed with
@@ -65,6 +67,7 @@ if TYPE_CHECKING:   # the live stack is imported only when something runs
 
 MIN_MATCH_SCORE = 0.9       # normalised cross-correlation for "found"
 DEFAULT_MAX_OFFSET = 5.0    # px; more than rounding between percent and pixel boxes
+WATCH_SECONDS = 1.5
 TIE = 1e-3                  # scores this close to the peak count as the peak
 
 
@@ -136,6 +139,18 @@ def _pixels(box, width: int, height: int) -> tuple[int, int, int, int]:
             min(width, math.ceil(box.x2)), min(height, math.ceil(box.y2)))
 
 
+def _grow(mask: np.ndarray) -> np.ndarray:
+    """The mask and its 8 neighbours: a bilinear round trip (`_comparable`) spreads a pixel's
+    change by one pixel."""
+    grown = mask.copy()
+    grown[1:] |= mask[:-1]
+    grown[:-1] |= mask[1:]
+    rows = grown.copy()
+    grown[:, 1:] |= rows[:, :-1]
+    grown[:, :-1] |= rows[:, 1:]
+    return grown
+
+
 def _comparable(keyframe: Path, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The keyframe at the live size, and the live frame with the same loss of detail."""
     h, w = live.shape[:2]
@@ -157,6 +172,7 @@ class StepCheck:
     box_offset: float | None = None       # distance between the two boxes' centres, px
     frame: Similarity | None = None
     region: Similarity | None = None
+    moving: int | None = None             # pixels left out: they changed by themselves live
     template: TemplateMatch | None = None
     action: dict | None = None
     hit: bool | None = None
@@ -245,6 +261,12 @@ def _check_step(env: LiveEnv, obs: dict, dataset: Path, step: MedspotStep, live_
         x1, y1, x2, y2 = _pixels(box, w, h)
         check.frame = similarity(key, live)
         check.region = similarity(key[y1:y2, x1:x2], live[y1:y2, x1:x2])
+        if not (check.frame.matches(threshold) and check.region.matches(threshold)):
+            # A caret that blinks (or any pixel that changes by itself) is not the keyframe's fault.
+            moving = _grow(env.moving_pixels(WATCH_SECONDS))
+            check.moving = int(moving.sum())
+            check.frame = similarity(key, live, moving)
+            check.region = similarity(key[y1:y2, x1:x2], live[y1:y2, x1:x2], moving[y1:y2, x1:x2])
         check.template = locate(key[y1:y2, x1:x2], live, (x1, y1))
     # The ground-truth action: MedSPOT gives one box, so a drag's release point and a type
     # step's text come from the live scenario.
@@ -378,11 +400,13 @@ def _step_row(s: StepCheck) -> str:
     content = "-" if s.template is None else (f"{s.template.offset:.0f} px" if s.template.found else "absent")
     box = "-" if s.box_offset is None else f"{s.box_offset:.0f} px"
     transition = {True: "yes", False: "no", None: "-"}[s.transition_seen]
-    return f"{s.step_id:>4} {sim(s.frame):>7} {sim(s.region):>7} {content:>10} {box:>7} {transition:>10}"
+    moving = "-" if s.moving is None else str(s.moving)
+    return (f"{s.step_id:>4} {sim(s.frame):>7} {sim(s.region):>7} {moving:>6} {content:>10} {box:>7} "
+            f"{transition:>10}")
 
 
 def format_report(report: ValidationReport) -> str:
-    lines = [(f"{'task':<16} {'scenario':<30} {'step':>4} {'frame':>7} {'region':>7} "
+    lines = [(f"{'task':<16} {'scenario':<30} {'step':>4} {'frame':>7} {'region':>7} {'moving':>6} "
               f"{'content':>10} {'box':>7} {'transition':>10}")]
     for t in report.tasks:
         lines += [f"{t.task:<16} {t.scenario:<30}    ! {flag}" for flag in t.flags]

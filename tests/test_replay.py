@@ -13,7 +13,7 @@ import pytest
 
 from clinigym.envs.live import LiveEnv
 from clinigym.recording import read_episode
-from clinigym.replay import DEFAULT_THRESHOLD, register, replay_episode, similarity
+from clinigym.replay import DEFAULT_THRESHOLD, Similarity, register, replay_episode, similarity
 from clinigym.scenarios import all_scenarios
 
 SCENARIOS = {s.key: s for s in all_scenarios()}
@@ -64,6 +64,14 @@ def test_similarity_measure():
     assert s.differing == 2 and s.identical == pytest.approx(0.9998)
     assert not s.matches() and s.matches(0.999)
     assert s.mad == pytest.approx(2 * 255 / (100 * 100 * 3))
+    ignore = np.zeros((100, 100), bool)
+    ignore[0, 0] = True             # one of the two left out: 1 of 9,999 differs
+    s = similarity(a, b, ignore)
+    assert s.differing == 1 and s.identical == pytest.approx(9998 / 9999)
+    assert s.mad == pytest.approx(255 / (9999 * 3))
+    ignore[0, 1] = True
+    assert similarity(a, b, ignore) == Similarity(1.0, 0.0, 0)
+    assert similarity(a, b, np.ones((100, 100), bool)) == Similarity(1.0, 0.0, 0)
 
 
 def test_help(capsys):

@@ -15,7 +15,7 @@ import pytest
 from clinigym.envs.live import LiveEnv
 from clinigym.export import to_medspot
 from clinigym.medspot import GroundTruth, MedspotStep, MedspotTask, write_dataset
-from clinigym.scenarios import all_scenarios
+from clinigym.scenarios import all_scenarios, select
 from clinigym.validate import load_scenario_map, locate, register, validate_dataset
 
 SCENARIOS = {s.key: s for s in all_scenarios()}
@@ -160,3 +160,22 @@ def test_injected_fault_is_flagged(fault, dataset, backends, tmp_path, capsys):
         assert cli("validate", str(copy), "--json") == 1
         data = json.loads(capsys.readouterr().out)
         assert data["flagged"] == 1 and data["per_program"]["orthanc"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.live
+def test_moving_pixels_are_the_blinking_caret(backends):
+    """DICOMscope's c field has the focus after the first step: its caret blinks (Java,
+    0.5 s on, 0.5 s off) and nothing else on the screen moves."""
+    [scenario] = select("dicomscope/medspot-18-modify-cw")
+    env = LiveEnv(scenario, backend=backends("dicomscope"))
+    try:
+        obs, info = env.reset(seed=0)
+        obs, _, _, _, info = env.step(env.oracle_action())
+        assert info["correct"]
+        field = env.current_target()          # the c field, where the text is typed next
+        moving = env.moving_pixels(1.5)
+        ys, xs = np.nonzero(moving)
+        assert 0 < len(xs) < 40, len(xs)      # a caret: one or two columns, one line high
+        assert field.x1 <= xs.min() and xs.max() <= field.x2 and field.y1 <= ys.min() and ys.max() <= field.y2
+    finally:
+        env.close()

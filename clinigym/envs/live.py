@@ -89,12 +89,16 @@ class LiveEnv(ScreenEnv):
         self._seed: int | None = None
 
     # -- observations ------------------------------------------------------------------
-    def _observe(self, frame: Frame) -> dict:
-        self._frame = frame
+    def _to_obs(self, frame: Frame) -> np.ndarray:
         rgb = frame.rgb
         if (self.coords.obs_w, self.coords.obs_h) != (rgb.shape[1], rgb.shape[0]):
             rgb = np.asarray(Image.fromarray(rgb).resize((self.coords.obs_w, self.coords.obs_h),
                                                          Image.BILINEAR))
+        return rgb
+
+    def _observe(self, frame: Frame) -> dict:
+        self._frame = frame
+        rgb = self._to_obs(frame)
         self._obs_rgb = rgb
         steps = self.scenario.steps
         instruction = steps[self._step_index].instruction if self._step_index < len(steps) else ""
@@ -320,6 +324,17 @@ class LiveEnv(ScreenEnv):
         point = self.coords.to_screen(a.point) if a.point is not None else None
         end = self.coords.to_screen(a.end_point) if a.end_point is not None else None
         self.backend.display.perform(a.type, point, end, a.text, a.keys, a.scroll)
+
+    def moving_pixels(self, seconds: float, interval: float = 0.05) -> np.ndarray:
+        """Which pixels of the last observation change by themselves (a blinking caret, a
+        clock) while the screen is watched for `seconds`: an H x W boolean mask in
+        observation pixels. Nothing is sent to the program."""
+        moving = np.zeros(self._obs_rgb.shape[:2], bool)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            moving |= np.any(self._to_obs(self.backend.display.grab()) != self._obs_rgb, axis=-1)
+            time.sleep(interval)
+        return moving
 
     # -- oracle -----------------------------------------------------------------------
     def current_target(self) -> Box | None:
