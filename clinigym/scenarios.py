@@ -85,6 +85,8 @@ class Scenario(Spec):
     setup: list[SetupStep] = []
     steps: list[Step] = Field(min_length=1)
     check: list[Condition] = Field([], description="final state checks on the program")
+    wall_clock: list[list[float]] = Field([], description="boxes (x1, y1, x2, y2 screen pixels) that show "
+                                                          "the time of day: `clinigym validate` leaves them out")
     path: Path = Field(exclude=True)
 
     @field_validator("app")
@@ -92,6 +94,14 @@ class Scenario(Spec):
     def _known_app(cls, v):
         if v not in app_names():
             raise ValueError(f"unknown program {v!r}; known: {', '.join(app_names())}")
+        return v
+
+    @field_validator("wall_clock")
+    @classmethod
+    def _boxes(cls, v):
+        for i, box in enumerate(v):
+            if len(box) != 4 or not (0 <= box[0] < box[2] and 0 <= box[1] < box[3]):
+                raise ValueError(f"[{i}]: a box is [x1, y1, x2, y2] with 0 <= x1 < x2 and 0 <= y1 < y2, not {box}")
         return v
 
     @model_validator(mode="after")

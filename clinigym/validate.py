@@ -57,6 +57,7 @@ import numpy as np
 import yaml
 from PIL import Image
 
+from clinigym.judge import Box
 from clinigym.replay import DEFAULT_THRESHOLD, Similarity, load_rgb, similarity
 
 if TYPE_CHECKING:   # the live stack is imported only when something runs
@@ -137,6 +138,15 @@ def _pixels(box, width: int, height: int) -> tuple[int, int, int, int]:
     """A float box as slice bounds (x1, y1, x2, y2; end exclusive) inside the image."""
     return (max(0, math.floor(box.x1)), max(0, math.floor(box.y1)),
             min(width, math.ceil(box.x2)), min(height, math.ceil(box.y2)))
+
+
+def _wall_clock(env: LiveEnv, h: int, w: int) -> np.ndarray:
+    """The pixels where the scenario says the program shows the time of day."""
+    mask = np.zeros((h, w), bool)
+    for x1, y1, x2, y2 in env.scenario.wall_clock:
+        box = env.coords.box_to_obs(Box(x1, y1, x2, y2))
+        mask[max(0, int(box.y1)):math.ceil(box.y2) + 1, max(0, int(box.x1)):math.ceil(box.x2) + 1] = True
+    return mask
 
 
 def _grow(mask: np.ndarray) -> np.ndarray:
@@ -259,14 +269,17 @@ def _check_step(env: LiveEnv, obs: dict, dataset: Path, step: MedspotStep, live_
     if path.exists():
         key, live = _comparable(path, live)
         x1, y1, x2, y2 = _pixels(box, w, h)
-        check.frame = similarity(key, live)
-        check.region = similarity(key[y1:y2, x1:x2], live[y1:y2, x1:x2])
+        ignore = _wall_clock(env, h, w)
+        check.frame = similarity(key, live, ignore)
+        check.region = similarity(key[y1:y2, x1:x2], live[y1:y2, x1:x2], ignore[y1:y2, x1:x2])
         if not (check.frame.matches(threshold) and check.region.matches(threshold)):
             # A caret that blinks (or any pixel that changes by itself) is not the keyframe's fault.
             moving = _grow(env.moving_pixels(WATCH_SECONDS))
             check.moving = int(moving.sum())
-            check.frame = similarity(key, live, moving)
-            check.region = similarity(key[y1:y2, x1:x2], live[y1:y2, x1:x2], moving[y1:y2, x1:x2])
+            ignore |= moving
+            check.frame = similarity(key, live, ignore)
+            check.region = similarity(key[y1:y2, x1:x2], live[y1:y2, x1:x2], ignore[y1:y2, x1:x2])
+        key = np.where(ignore[..., None], live, key)     # what is left out cannot move the content
         check.template = locate(key[y1:y2, x1:x2], live, (x1, y1))
     # The ground-truth action: MedSPOT gives one box, so a drag's release point and a type
     # step's text come from the live scenario.

@@ -50,6 +50,10 @@ def test_good_scenario_loads(tmp_path):
     ("app: orthanc", "app: nosuchapp", "app", "unknown program"),
     ("overview: Open the patient list.", "overview: Open.\ncolour: red", "colour", "unknown field"),
     ("    action: click", "    action: drag", "steps[0]", "needs end_target"),
+    ("overview: Open the patient list.", "overview: Open.\nwall_clock: [[10, 10, 5, 20]]", "wall_clock",
+     "[0]: a box is [x1, y1, x2, y2] with 0 <= x1 < x2"),
+    ("overview: Open the patient list.", "overview: Open.\nwall_clock: [[0, 0, 5, 20], [1, 2, 3]]", "wall_clock",
+     "[1]: a box is"),
 ])
 def test_malformed_scenario_names_file_field_problem(tmp_path, old, new, field, problem):
     assert old in GOOD

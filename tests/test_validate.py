@@ -14,9 +14,9 @@ import pytest
 
 from clinigym.envs.live import LiveEnv
 from clinigym.export import to_medspot
-from clinigym.medspot import GroundTruth, MedspotStep, MedspotTask, write_dataset
+from clinigym.medspot import GroundTruth, MedspotStep, MedspotTask, read_dataset, write_dataset
 from clinigym.scenarios import all_scenarios, select
-from clinigym.validate import load_scenario_map, locate, register, validate_dataset
+from clinigym.validate import load_scenario_map, locate, register, validate_dataset, validate_task
 
 SCENARIOS = {s.key: s for s in all_scenarios()}
 ORTHANC, DICOMSCOPE = "orthanc/open-patient-study", "dicomscope/medspot-09-view-image"
@@ -29,19 +29,23 @@ def cli(*argv: str) -> int:
     return args.func(args)
 
 
+def record_oracle(scenario, backend, run: Path) -> None:
+    env = LiveEnv(scenario, backend=backend, record_dir=run, agent_name="oracle")
+    env.reset(seed=0)
+    while True:
+        _, _, terminated, truncated, info = env.step(env.oracle_action())
+        assert info["correct"], info
+        if terminated or truncated:
+            break
+    env.close()
+
+
 @pytest.fixture(scope="module")
 def dataset(backends, tmp_path_factory) -> Path:
     """Oracle episodes of an Orthanc and a DICOMscope scenario, exported to MedSPOT format."""
     run = tmp_path_factory.mktemp("run")
     for key in (ORTHANC, DICOMSCOPE):
-        env = LiveEnv(SCENARIOS[key], backend=backends(SCENARIOS[key].app), record_dir=run, agent_name="oracle")
-        env.reset(seed=0)
-        while True:
-            _, _, terminated, truncated, info = env.step(env.oracle_action())
-            assert info["correct"], info
-            if terminated or truncated:
-                break
-        env.close()
+        record_oracle(SCENARIOS[key], backends(SCENARIOS[key].app), run)
     out = tmp_path_factory.mktemp("dataset")
     tasks = to_medspot([run], out)
     assert sorted(t.extra["clinigym"]["scenario"] for t in tasks) == [DICOMSCOPE, ORTHANC]
@@ -179,3 +183,21 @@ def test_moving_pixels_are_the_blinking_caret(backends):
         assert field.x1 <= xs.min() and xs.max() <= field.x2 and field.y1 <= ys.min() and ys.max() <= field.y2
     finally:
         env.close()
+
+
+@pytest.mark.live
+def test_wall_clock_boxes_are_left_out(backends, tmp_path):
+    """DICOMscope's Process log dates its rows with the time of the run: a recording and a
+    later validation differ there and only there, and the scenario's `wall_clock` box says so."""
+    scenario = SCENARIOS["dicomscope/medspot-16-process-log"]
+    record_oracle(scenario, backends("dicomscope"), tmp_path / "run")
+    to_medspot([tmp_path / "run"], tmp_path / "ds")
+    [task] = read_dataset(tmp_path / "ds")
+    check = validate_task(tmp_path / "ds", task, scenario, backends("dicomscope"))
+    assert check.fidelity == 1.0, [s.flags for s in check.steps]
+    blind = validate_task(tmp_path / "ds", task, scenario.model_copy(update={"wall_clock": []}),
+                          backends("dicomscope"))
+    flags = [[f.split(" (")[0] for f in s.flags] for s in blind.steps]
+    # the first keyframe (the Browser) shows no log; the next two show the dates, in the target rows
+    differ = ["keyframe differs from live screen", "target region differs from live screen"]
+    assert flags == [[], differ, differ], flags
