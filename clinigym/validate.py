@@ -12,9 +12,11 @@ executed on the live program from a fresh reset, and each step is checked:
    text would otherwise blur the comparison and the template matching
    (cross-correlation of 0.74 instead of 1.0 for DICOMscope's tree labels at
    1280x720). A keyframe that is a scaled capture of the live screen then
-   compares as identical. When they differ, the live screen is watched for
-   `WATCH_SECONDS` (longer than a caret's blink, 0.5-0.6 s on or off) and the
-   pixels that changed by themselves are left out (reported as `moving`).
+   compares as identical. The scenario's `wall_clock` boxes (where the time
+   of the run shows) are left out. When the rest differs, the live screen is
+   watched for `WATCH_SECONDS` (longer than a caret's blink, 0.5-0.6 s on or
+   off) and the pixels that changed by themselves are left out too (their
+   number is reported as `moving`).
 2. region: the same measure inside the ground-truth box only.
 3. template: where the keyframe's content inside the box is on the live
    screen (normalised cross-correlation over the whole frame, computed with
