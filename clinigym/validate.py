@@ -145,22 +145,17 @@ def _pixels(box, width: int, height: int) -> tuple[int, int, int, int]:
 def _wall_clock(env: LiveEnv, h: int, w: int) -> np.ndarray:
     """The pixels where the scenario says the program shows the time of day."""
     mask = np.zeros((h, w), bool)
-    for x1, y1, x2, y2 in env.scenario.wall_clock:
-        box = env.coords.box_to_obs(Box(x1, y1, x2, y2))
-        mask[max(0, int(box.y1)):math.ceil(box.y2) + 1, max(0, int(box.x1)):math.ceil(box.x2) + 1] = True
+    for box in env.scenario.wall_clock:
+        x1, y1, x2, y2 = _pixels(env.coords.box_to_obs(Box(*box)), w, h)
+        mask[y1:y2, x1:x2] = True
     return mask
 
 
 def _grow(mask: np.ndarray) -> np.ndarray:
     """The mask and its 8 neighbours: a bilinear round trip (`_comparable`) spreads a pixel's
     change by one pixel."""
-    grown = mask.copy()
-    grown[1:] |= mask[:-1]
-    grown[:-1] |= mask[1:]
-    rows = grown.copy()
-    grown[:, 1:] |= rows[:, :-1]
-    grown[:, :-1] |= rows[:, 1:]
-    return grown
+    import cv2
+    return cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
 
 
 def _comparable(keyframe: Path, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -271,16 +266,17 @@ def _check_step(env: LiveEnv, obs: dict, dataset: Path, step: MedspotStep, live_
     if path.exists():
         key, live = _comparable(path, live)
         x1, y1, x2, y2 = _pixels(box, w, h)
+        def compare(ignore: np.ndarray) -> tuple[Similarity, Similarity]:
+            return (similarity(key, live, ignore),
+                    similarity(key[y1:y2, x1:x2], live[y1:y2, x1:x2], ignore[y1:y2, x1:x2]))
         ignore = _wall_clock(env, h, w)
-        check.frame = similarity(key, live, ignore)
-        check.region = similarity(key[y1:y2, x1:x2], live[y1:y2, x1:x2], ignore[y1:y2, x1:x2])
+        check.frame, check.region = compare(ignore)
         if not (check.frame.matches(threshold) and check.region.matches(threshold)):
             # A caret that blinks (or any pixel that changes by itself) is not the keyframe's fault.
             moving = _grow(env.moving_pixels(WATCH_SECONDS))
             check.moving = int(moving.sum())
             ignore |= moving
-            check.frame = similarity(key, live, ignore)
-            check.region = similarity(key[y1:y2, x1:x2], live[y1:y2, x1:x2], ignore[y1:y2, x1:x2])
+            check.frame, check.region = compare(ignore)
         key = np.where(ignore[..., None], live, key)     # what is left out cannot move the content
         check.template = locate(key[y1:y2, x1:x2], live, (x1, y1))
     # The ground-truth action: MedSPOT gives one box, so a drag's release point and a type
