@@ -1,7 +1,8 @@
 # Two commands on a fresh Debian 12 machine, as root: `make demo` and `make test`.
 # Each installs what it needs first (Debian packages, a virtualenv), then runs.
 SHELL := /bin/bash
-PYTHON ?= python3
+# Debian's own python3 (not one in a home folder: the unprivileged unit run must reach it).
+PYTHON ?= /usr/bin/python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMPS := .stamps
@@ -14,7 +15,7 @@ APT := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recomme
 # All traffic stays on loopback: no bridge network, no NAT rules; containers use --network host.
 DOCKERD := dockerd --bridge=none --iptables=false --ip-masq=false
 
-.PHONY: deps engine images demo test test-all bench dataset clean
+.PHONY: deps engine images demo test test-all unit lint bench dataset clean
 
 deps: $(STAMPS)/programs
 
@@ -24,13 +25,25 @@ $(STAMPS)/base: Makefile
 	$(APT) $(BASE_PACKAGES)
 	@touch $@
 
-$(STAMPS)/venv: pyproject.toml $(STAMPS)/base
+# Python only: what the fast checks need. Debian's python3 needs python3-venv for a
+# virtualenv (installed here when missing, which needs root once); every extra is installed.
+$(STAMPS)/venv: pyproject.toml setup.py
+	@mkdir -p $(STAMPS)
+	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || { apt-get update -q && $(APT) python3-venv; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[all,test]'
 	@touch $@
 
-$(STAMPS)/programs: $(STAMPS)/venv $(wildcard containers/*/app.yaml)
+# The fast checks: no root, no X display, no Docker.
+lint: $(STAMPS)/venv
+	$(BIN)/ruff check clinigym tests
+	$(BIN)/mypy
+
+unit: $(STAMPS)/venv
+	$(BIN)/pytest -q -p no:cacheprovider tests/unit
+
+$(STAMPS)/programs: $(STAMPS)/base $(STAMPS)/venv $(wildcard containers/*/app.yaml)
 	$(APT) $$($(BIN)/clinigym apps --packages)
 	$(BIN)/clinigym apps
 	@touch $@
@@ -64,7 +77,7 @@ test: deps images
 	$(BIN)/pytest -q -rs tests
 
 test-all: deps images
-	$(BIN)/pip install -q -e '.[test,guiactor]'
+	$(BIN)/pip install -q -e '.[all,test,guiactor]'
 	$(BIN)/pytest -q -rs -m '' tests
 
 bench: deps images

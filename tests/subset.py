@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clinigym.scenarios import first_per_program
+from clinigym.spec.scenarios import first_per_program
 
 PER_PROGRAM = 4
 

@@ -38,10 +38,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from clinigym.actions import Action
 from clinigym.agents.families.coords import Point, Size
 from clinigym.agents.families.resize import QWEN_FACTOR, smart_resize
 from clinigym.agents.intent import action_type, typed_text
+from clinigym.core.actions import Action
+from clinigym.core.context import AgentContext
+from clinigym.core.errors import AgentError
 
 if TYPE_CHECKING:   # torch is an optional extra: imported only when a model is loaded
     import torch
@@ -71,7 +73,7 @@ SYSTEM_PROMPTS = {
 ASSISTANT_PREFIX = f"<|im_start|>assistant<|recipient|>os\npyautogui.click({POINTER_START}{POINTER_PAD}{POINTER_END})"
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(AgentError):
     """The checkpoint path is missing or is not a GUI-Actor checkpoint."""
 
 
@@ -178,7 +180,7 @@ def _not_guiactor(path: Path, why: str) -> CheckpointError:
     return CheckpointError(f"{path} is not a GUI-Actor checkpoint: {why}")
 
 
-def _head_state(path: Path) -> dict[str, "torch.Tensor"]:
+def _head_state(path: Path) -> dict[str, torch.Tensor]:
     """The action head's tensors from the checkpoint's safetensors files, names without
     the ``multi_patch_pointer_head.`` prefix."""
     from safetensors import safe_open
@@ -193,7 +195,7 @@ def _head_state(path: Path) -> dict[str, "torch.Tensor"]:
     return state
 
 
-def _build_head(state: dict[str, "torch.Tensor"]) -> "torch.nn.ModuleDict":
+def _build_head(state: dict[str, torch.Tensor]) -> torch.nn.ModuleDict:
     """GUI-Actor's head with its parameter names (projection_enc.{0,2}, projection_dec.{0,2},
     self_attention, layer_norm); sizes read from the weights."""
     from torch import nn
@@ -212,7 +214,7 @@ def _build_head(state: dict[str, "torch.Tensor"]) -> "torch.nn.ModuleDict":
     return head.eval()
 
 
-def pointer_scores(head: "torch.nn.ModuleDict", visual: "torch.Tensor", query: "torch.Tensor") -> "torch.Tensor":
+def pointer_scores(head: torch.nn.ModuleDict, visual: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
     """The head's forward pass: (n_query, n_patches) softmax over the patches."""
     import torch
     enc = visual.unsqueeze(0)
@@ -287,7 +289,8 @@ def image_processor(checkpoint: str, max_pixels: int | None = None) -> Any:
 class GuiActorAgent:
     name = "guiactor"
 
-    def __init__(self, env=None, seed: int | None = None, *, checkpoint: str | os.PathLike | None = None,
+    def __init__(self, context: AgentContext | None = None, seed: int | None = None, *,
+                 checkpoint: str | os.PathLike | None = None,
                  top_k: int = 3, point: Literal["region", "patch"] = "region", device: str = "cpu",
                  dtype: str = "auto", max_pixels: int | None = None):
         if checkpoint is None:

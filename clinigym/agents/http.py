@@ -21,9 +21,11 @@ import numpy as np
 import requests
 from PIL import Image
 
-from clinigym.actions import Action
 from clinigym.agents.families import Family, get_family
 from clinigym.agents.intent import action_type, typed_text
+from clinigym.core.actions import Action
+from clinigym.core.context import AgentContext
+from clinigym.core.errors import AgentError
 
 
 def data_url(rgb: np.ndarray, size: tuple[int, int]) -> str:
@@ -35,14 +37,15 @@ def data_url(rgb: np.ndarray, size: tuple[int, int]) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-class ModelError(RuntimeError):
+class ModelError(AgentError):
     pass
 
 
 class HttpAgent:
     name = "http"
 
-    def __init__(self, env=None, seed: int | None = None, *, family: str | Family = "ui-tars-1.5",
+    def __init__(self, context: AgentContext | None = None, seed: int | None = None, *,
+                 family: str | Family = "ui-tars-1.5",
                  base_url: str = "http://127.0.0.1:8000/v1", model: str = "default",
                  api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, retries: int = 3,
                  backoff: float = 0.5, max_tokens: int = 512):

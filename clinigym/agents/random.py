@@ -5,13 +5,14 @@ from typing import Any
 
 import numpy as np
 
-from clinigym.actions import Action
+from clinigym.core.actions import Action
+from clinigym.core.context import AgentContext
 
 
 class RandomAgent:
     name = "random"
 
-    def __init__(self, env=None, seed: int | None = None):
+    def __init__(self, context: AgentContext | None = None, seed: int | None = None):
         self.rng = np.random.default_rng(seed)
 
     def reset(self, seed: int | None = None) -> None:

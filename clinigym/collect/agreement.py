@@ -10,14 +10,11 @@ as unmatched and left out of the means.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from clinigym.collect.proposals import iou
-from clinigym.medspot import read_file
+from clinigym.collect.boxes import iou
+from clinigym.spec.medspot import read_file
 
 AGREE_IOU = 0.5
 
@@ -92,26 +89,3 @@ def format_table(result: Agreement) -> str:
                  f"agreement (IoU >= {result.threshold:g}): {'-' if rate is None else f'{100 * rate:.1f}%'}")
     lines += [f"unmatched: {u}" for u in result.unmatched]
     return "\n".join(lines)
-
-
-def cmd_agreement(args) -> int:
-    try:
-        result = compare(Path(args.a), Path(args.b), args.threshold)
-    except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
-    return 0 if result.steps else 1
-
-
-def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "agreement", help="compare two annotators' MedSPOT-format files of the same tasks",
-        description="Per-step box IoU of two MedSPOT-format annotation files (tasks by index, steps by "
-                    "step_id), mean IoU and the agreement rate (IoU >= threshold).")
-    p.add_argument("a", help="annotator A's <Software>_Annotation.json")
-    p.add_argument("b", help="annotator B's <Software>_Annotation.json")
-    p.add_argument("--threshold", type=float, default=AGREE_IOU, help="IoU for agreement (default 0.5)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    p.set_defaults(func=cmd_agreement)
-    return p

@@ -1,6 +1,6 @@
 """Proposed target boxes for the element under a point, from the best source at hand.
 
-Boxes are screen pixels `[x1, y1, x2, y2]` (inclusive edges, as `clinigym.judge.Box`).
+Boxes are screen pixels `[x1, y1, x2, y2]` (inclusive edges, as `clinigym.core.judge.Box`).
 
 Sources, best first:
 
@@ -23,11 +23,13 @@ Sources, best first:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 import cv2
 import numpy as np
+
+from clinigym.collect.boxes import area_fraction, contains
 
 MAX_AREA_FRACTION = 0.25     # a "target" that covers more of the screen is not an element
 POINT_BOX = 16               # half side of the fallback square
@@ -48,23 +50,6 @@ class Proposal:
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v not in (None, {}, [])}
-
-
-def iou(a: Sequence[float], b: Sequence[float]) -> float:
-    """Intersection over union of two boxes [x1, y1, x2, y2] (areas as `judge.Box.area`)."""
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
-def area_fraction(box: Sequence[float], width: int, height: int) -> float:
-    return max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1]) / (width * height)
-
-
-def contains(box: Sequence[float], point: Sequence[float], margin: float = 0.0) -> bool:
-    return box[0] - margin <= point[0] <= box[2] + margin and box[1] - margin <= point[1] <= box[3] + margin
 
 
 def point_box(point: Sequence[float], width: int, height: int) -> list[float]:
@@ -322,12 +307,6 @@ def dom_at(devtools, point: Sequence[float], prefer_focus: bool = False) -> Prop
 
 def dom_landmarks(devtools) -> dict[str, list[float]]:
     return devtools.evaluate(_LANDMARKS) or {}
-
-
-def dom_visible_text(devtools, selector: str, text: str | None) -> bool:
-    """Whether `selector` (+ text) has a visible match: the `dom_visible` condition."""
-    from clinigym.browser import _BOX_JS
-    return devtools.evaluate(_BOX_JS % (json.dumps(selector), json.dumps(text))) is not None
 
 
 # -- choosing --------------------------------------------------------------------------------

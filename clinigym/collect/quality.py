@@ -8,9 +8,9 @@
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from clinigym.collect.proposals import area_fraction, contains
+from clinigym.collect.boxes import area_fraction, contains
 
 MAX_BOX_FRACTION = 0.25
 FLAGS = {

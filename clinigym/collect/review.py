@@ -13,15 +13,12 @@ import shutil
 import threading
 from pathlib import Path
 
+from clinigym.collect.errors import ActionError
 from clinigym.collect.quality import validate_box
-from clinigym.collect.session import ActionError
-from clinigym.medspot import GroundTruth, MedspotStep, MedspotTask, write_dataset
+from clinigym.core.records import StepRecord
+from clinigym.eval.export import percent_box
 from clinigym.recording import read_episode
-
-
-def _percent(box, width: int, height: int) -> tuple[float, float, float, float]:
-    x1, y1, x2, y2 = box
-    return (x1 / width * 100, y1 / height * 100, (x2 - x1) / width * 100, (y2 - y1) / height * 100)
+from clinigym.spec.medspot import GroundTruth, MedspotStep, MedspotTask, write_dataset
 
 
 class ReviewSession:
@@ -30,7 +27,7 @@ class ReviewSession:
         if not (self.folder / "episode.json").exists():
             raise ValueError(f"{self.folder}: not an episode folder (no episode.json)")
         self.episode = read_episode(self.folder)
-        self.width, self.height = self.episode.header["coordinates"]["observation_size"]
+        self.width, self.height = self.episode.header.coordinates["observation_size"]
         self.out = self.folder / "corrected"
         self.lock = threading.Lock()
         self.corrections: dict[int, dict] = {}
@@ -42,25 +39,25 @@ class ReviewSession:
         h = self.episode.header
         steps = []
         for rec in self.episode.steps:
-            action = rec.get("action") or {}
-            steps.append({"t": rec["t"], "step": rec["step"], "instruction": rec["instruction"],
-                          "expected_action": rec.get("expected_action"), "action": action,
-                          "point": action.get("point"), "target_box": rec.get("target_box"),
-                          "end_box": rec.get("end_box"), "hit": rec.get("hit"), "correct": rec.get("correct"),
-                          "failure": rec.get("failure"), "before": rec["before"], "after": rec.get("after"),
-                          "correction": self.corrections.get(rec["t"])})
-        return {"mode": "review", "episode": str(self.folder), "scenario": h.get("scenario"), "app": h.get("app"),
-                "agent": h.get("agent"), "overview": h.get("overview"), "outcome": h.get("outcome"),
+            action = rec.action or {}
+            steps.append({"t": rec.t, "step": rec.step, "instruction": rec.instruction,
+                          "expected_action": rec.expected_action, "action": action,
+                          "point": action.get("point"), "target_box": rec.target_box,
+                          "end_box": rec.end_box, "hit": rec.hit, "correct": rec.correct,
+                          "failure": rec.failure, "before": rec.before, "after": rec.after,
+                          "correction": self.corrections.get(rec.t)})
+        return {"mode": "review", "episode": str(self.folder), "scenario": h.scenario, "app": h.app,
+                "agent": h.agent, "overview": h.overview, "outcome": h.outcome.to_json() if h.outcome else None,
                 "screen": [self.width, self.height], "steps": steps, "out": str(self.out)}
 
     def image(self, t: int, which: str) -> Path:
         rec = self._rec(t)
-        name = rec.get(which) if which in ("before", "after") else None
+        name = getattr(rec, which) if which in ("before", "after") else None
         if not name:
             raise KeyError(f"no {which} image of step {t}")
         return self.folder / name
 
-    def _rec(self, t) -> dict:
+    def _rec(self, t) -> StepRecord:
         if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < len(self.episode.steps):
             raise ActionError(f"no step {t!r}; steps: 0..{len(self.episode.steps) - 1}")
         return self.episode.steps[t]
@@ -76,8 +73,8 @@ class ReviewSession:
                     fixed = validate_box(box, self.width, self.height)
                 except ValueError as exc:
                     raise ActionError(str(exc)) from None
-                self.corrections[t] = {"t": t, "step": rec["step"], "instruction": rec["instruction"],
-                                       "recorded_box": rec.get("target_box"), "box": fixed, "note": note or ""}
+                self.corrections[t] = {"t": t, "step": rec.step, "instruction": rec.instruction,
+                                       "recorded_box": rec.target_box, "box": fixed, "note": note or ""}
             else:
                 self.corrections.pop(t, None)
             path = self.save()
@@ -85,23 +82,23 @@ class ReviewSession:
 
     def save(self) -> Path:
         h = self.episode.header
-        software = h["app"]
+        software = h.app
         images = self.out / "Images" / software
         images.mkdir(parents=True, exist_ok=True)
         steps = []
         for rec in self.episode.steps:
-            fix = self.corrections.get(rec["t"])
-            box = fix["box"] if fix else rec.get("target_box")
+            fix = self.corrections.get(rec.t)
+            box = fix["box"] if fix else rec.target_box
             if box is None:
                 continue
-            image = f"Images/{software}/{self.folder.name}-{rec['t']:03d}.png"
+            image = f"Images/{software}/{self.folder.name}-{rec.t:03d}.png"
             if not (self.out / image).exists():
-                shutil.copyfile(self.folder / rec["before"], self.out / image)
-            gt = GroundTruth(rec.get("expected_action") or "click", rec["instruction"],
-                             _percent(box, self.width, self.height))
-            steps.append(MedspotStep(len(steps) + 1, image, rec["instruction"], (gt,)))
-        task = MedspotTask(software, 0, h.get("overview", ""), tuple(steps), {"clinigym": {
-            "scenario": h.get("scenario"), "episode": self.folder.name, "image_size": [self.width, self.height],
+                shutil.copyfile(self.folder / rec.before, self.out / image)
+            gt = GroundTruth(rec.expected_action or "click", rec.instruction,
+                             percent_box(box, self.width, self.height))
+            steps.append(MedspotStep(len(steps) + 1, image, rec.instruction, (gt,)))
+        task = MedspotTask(software, 0, h.overview, tuple(steps), {"clinigym": {
+            "scenario": h.scenario, "episode": self.folder.name, "image_size": [self.width, self.height],
             "corrected_steps": sorted(self.corrections)}})
         path = write_dataset([task], self.out)[0]
         (self.out / "corrections.json").write_text(json.dumps(

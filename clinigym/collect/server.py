@@ -32,7 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from clinigym.collect.session import ActionError, Conflict
+from clinigym.collect.errors import ActionError, Conflict
 
 STATIC = Path(__file__).resolve().parent
 MAX_BODY = 1 << 20
@@ -204,7 +204,7 @@ class CollectServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/?token={self.token}"
 
-    def start(self) -> "CollectServer":
+    def start(self) -> CollectServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="collect-http", daemon=True)
         self._thread.start()
         return self

@@ -8,7 +8,6 @@ through its own `mss` connection (`LiveView`), never through the display session
 """
 from __future__ import annotations
 
-import io
 import shutil
 import tempfile
 import threading
@@ -18,28 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import mss
-import numpy as np
 from PIL import Image
 
-from clinigym.apps import AppSpec, load_app
 from clinigym.collect import proposals as prop
 from clinigym.collect import quality
-from clinigym.display import Frame, InputError, changed_pixels
-from clinigym.waiting import poll
+from clinigym.collect.actions import parse_action, suggest
+from clinigym.collect.boxes import area_fraction, contains
+from clinigym.collect.errors import ActionError, Conflict
+from clinigym.collect.stream import LiveView
+from clinigym.core.errors import InvalidAction
+from clinigym.core.screen import Frame, changed_pixels
+from clinigym.runtime.waiting import poll
+from clinigym.spec.apps import AppSpec, load_app
 
-POINTER_ACTIONS = ("click", "double_click", "right_click", "drag", "hover", "scroll")
-ACTIONS = POINTER_ACTIONS + ("type", "key")
-MAX_TEXT = 500
-MAX_SCROLL = 30
-
-
-class ActionError(ValueError):
-    """A malformed action or request: HTTP 400 with the reason."""
-
-
-class Conflict(RuntimeError):
-    """A request that the session's state does not allow now: HTTP 409 with the reason."""
+__all__ = ["ActionError", "CollectSession", "CollectedStep", "Conflict"]
 
 
 @dataclass
@@ -77,119 +68,15 @@ class CollectedStep:
                 "before": f"step-{self.index:03d}-before.png", "after": f"step-{self.index:03d}-after.png"}
 
 
-class LiveView:
-    """The live screen for the page: JPEG frames grabbed on demand through a private
-    X connection, encoded only when the screen changed."""
-
-    def __init__(self, display_name: str, width: int, height: int, quality: int = 80):
-        self.display_name = display_name
-        self.monitor = {"left": 0, "top": 0, "width": width, "height": height}
-        self.quality = quality
-        self._lock = threading.Lock()
-        self._grabber: mss.base.MSSBase | None = None
-        self._last: np.ndarray | None = None
-        self._jpeg = b""
-        self.seq = 0
-
-    def jpeg(self) -> tuple[bytes, int]:
-        with self._lock:
-            if self._grabber is None:
-                self._grabber = mss.MSS(display=self.display_name)
-            shot = self._grabber.grab(self.monitor)
-            bgra = np.frombuffer(shot.raw, dtype=np.uint8).reshape(shot.height, shot.width, 4)
-            if self._last is None or not np.array_equal(bgra, self._last):
-                self._last = bgra.copy()
-                buf = io.BytesIO()
-                Image.fromarray(np.ascontiguousarray(bgra[:, :, 2::-1])).save(buf, "JPEG", quality=self.quality)
-                self._jpeg = buf.getvalue()
-                self.seq += 1
-            return self._jpeg, self.seq
-
-    def close(self) -> None:
-        with self._lock:
-            if self._grabber is not None:
-                try:
-                    self._grabber.close()
-                finally:
-                    self._grabber = None
-
-
-def parse_action(data: Any, width: int, height: int) -> dict:
-    """A page action as a clean dict; ActionError (HTTP 400) with the reason otherwise."""
-    if not isinstance(data, dict):
-        raise ActionError("an action is a JSON object")
-    kind = data.get("type")
-    if kind not in ACTIONS:
-        raise ActionError(f"unknown action type {kind!r}; known: {', '.join(ACTIONS)}")
-
-    def point(xk: str, yk: str, name: str) -> list[int] | None:
-        x, y = data.get(xk), data.get(yk)
-        if x is None and y is None:
-            return None
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in (x, y)):
-            raise ActionError(f"{name} must be two numbers ({xk}, {yk}), got {x!r}, {y!r}")
-        if not (0 <= x <= width - 1 and 0 <= y <= height - 1):
-            raise ActionError(f"{name} ({x:g}, {y:g}) is outside the {width}x{height} screen")
-        return [int(round(x)), int(round(y))]
-
-    action: dict[str, Any] = {"type": kind}
-    p = point("x", "y", "point")
-    if kind in POINTER_ACTIONS and p is None:
-        raise ActionError(f"{kind} needs a point (x, y)")
-    if p is not None:
-        action["point"] = p
-    if kind == "drag":
-        end = point("x2", "y2", "end point")
-        if end is None:
-            raise ActionError("drag needs an end point (x2, y2)")
-        if end == p:
-            raise ActionError("drag needs an end point different from its start")
-        action["end_point"] = end
-    if kind == "type":
-        text = data.get("text")
-        if not isinstance(text, str) or not text:
-            raise ActionError("type needs non-empty text")
-        if len(text) > MAX_TEXT:
-            raise ActionError(f"type text longer than {MAX_TEXT} characters")
-        action["text"] = text
-    if kind == "key":
-        keys = data.get("keys")
-        if not isinstance(keys, str) or not keys.strip():
-            raise ActionError("key needs keys, e.g. 'ctrl+s'")
-        action["keys"] = keys
-    if kind == "scroll":
-        dx, dy = data.get("dx", 0), data.get("dy", 0)
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (dx, dy)):
-            raise ActionError("scroll needs integer dx, dy (wheel notches)")
-        if (dx, dy) == (0, 0) or max(abs(dx), abs(dy)) > MAX_SCROLL:
-            raise ActionError(f"scroll needs dx or dy between -{MAX_SCROLL} and {MAX_SCROLL}, not zero")
-        action["scroll"] = [dx, dy]
-    return action
-
-
-def suggest(action: dict, proposal: prop.Proposal) -> str:
-    """A starting instruction from the action and the element's text."""
-    label = (proposal.label or "").strip()
-    kind = action["type"]
-    if kind == "type":
-        return f"Type '{action['text'].rstrip()}'" + (f" into '{label}'." if label else ".")
-    if kind == "key":
-        return f"Press {action['keys']}."
-    if kind == "scroll":
-        return "Scroll " + ("down" if action["scroll"][1] > 0 else "up") + (f" in '{label}'." if label else ".")
-    verb = {"click": "Click on", "double_click": "Double click on", "right_click": "Right click on",
-            "drag": "Drag", "hover": "Move the pointer over"}[kind]
-    return f"{verb} '{label}'." if label else ""
-
-
 class CollectSession:
     """A demonstration of one task on one program. `backend`: a running backend to share,
-    or a backend kind ("local", "docker"; default: see clinigym.backends)."""
+    or a backend kind ("local", "docker"; default: see clinigym.runtime.backends)."""
 
     def __init__(self, app: str | AppSpec, start: Any = None, overview: str = "", backend: Any = None,
                  scenario_dir: Path | None = None, dataset: Path | None = None, parquet: Path | None = None,
                  scenario_id: str | None = None, use_ocr: bool = True):
-        from clinigym.scenarios import SCENARIOS, select
+        from clinigym.spec.paths import default_scenario_dir
+        from clinigym.spec.scenarios import select
         self.app = app if isinstance(app, AppSpec) else load_app(app)
         if isinstance(start, str):
             found = [s for s in select(start) if s.app == self.app.name]
@@ -201,11 +88,11 @@ class CollectSession:
         self.start = start
         self.overview = overview or (start.overview if start else "")
         self.scenario_id = scenario_id
-        self.scenario_dir = Path(scenario_dir) if scenario_dir else SCENARIOS / self.app.name
+        self.scenario_dir = Path(scenario_dir) if scenario_dir else default_scenario_dir(self.app.name)
         self.dataset = Path(dataset) if dataset else Path("datasets") / "collected"
         self.parquet = Path(parquet) if parquet else self.dataset / "collected.parquet"
         self.use_ocr = use_ocr
-        from clinigym.backends import Backend, make_backend
+        from clinigym.runtime.backends import Backend, make_backend
         # A running backend is shared (the caller closes it); a kind or None starts one here.
         self._owns_backend = not isinstance(backend, Backend)
         self.backend = backend if isinstance(backend, Backend) else make_backend(self.app, backend)
@@ -240,7 +127,7 @@ class CollectSession:
 
     def _dom(self, fn, *args, **kwargs):
         """Call a DevTools function; one reconnect when the browser was restarted meanwhile."""
-        from clinigym.browser import DevTools
+        from clinigym.runtime.browser import DevTools
         if self._devtools is None:
             self._devtools = DevTools(self.backend.ports[self.app.dom_port])
         for attempt in (0, 1):
@@ -270,12 +157,8 @@ class CollectSession:
         self.busy = "resetting the program"
         try:
             if self.start is not None:
-                from clinigym.envs.live import LiveEnv
-                env = LiveEnv(self.start, backend=self.backend)
-                try:
-                    frame = env._reset_program()
-                finally:
-                    env.close()
+                from clinigym.envs.start import start_scenario
+                frame = start_scenario(self.backend, self.start)
             else:
                 frame = self.backend.reset([])
             self._last = frame
@@ -380,7 +263,7 @@ class CollectSession:
                     candidates.append(prop.Proposal("press", press))
             else:
                 self._inject(action)
-        except InputError as exc:
+        except InvalidAction as exc:   # an input the display cannot produce
             raise ActionError(str(exc)) from None
         timings["inject"] = time.monotonic() - t
         t = time.monotonic()
@@ -396,8 +279,8 @@ class CollectSession:
             if high:
                 candidates.append(prop.Proposal("changed", high))
             region = next((r for r in sorted(regions, key=lambda r: (r[2] - r[0]) * (r[3] - r[1]))
-                           if prop.contains(r, point, prop.CONTAIN_MARGIN)
-                           and prop.area_fraction(r, self.width, self.height) <= prop.MAX_AREA_FRACTION), None)
+                           if contains(r, point, prop.CONTAIN_MARGIN)
+                           and area_fraction(r, self.width, self.height) <= prop.MAX_AREA_FRACTION), None)
             if region:
                 candidates.append(prop.Proposal("region", region))
         windows_after = self._windows()

@@ -17,8 +17,8 @@ Expected transitions, from what changed during the demonstration:
 
 Layout of the dataset folder::
 
-    <Software>_Annotation.json, Images/...   MedSPOT format (clinigym.export.to_medspot)
-    collected.parquet                        one row per step (clinigym.export.to_parquet)
+    <Software>_Annotation.json, Images/...   MedSPOT format (clinigym.eval.export.to_medspot)
+    collected.parquet                        one row per step (clinigym.eval.export.to_parquet)
     episodes/NNNN-<app>-<id>/                the oracle replays that completed (the export's source)
     failed/NNNN-<app>-<id>/                  replays that did not complete (not exported)
     demonstrations/<app>-<id>/               the person's demonstration: frames, proposals, flags
@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from clinigym.collect.proposals import contains, iou
-from clinigym.collect.session import ActionError, Conflict
+from clinigym.collect.boxes import contains, iou
+from clinigym.collect.errors import ActionError, Conflict
+from clinigym.core.actions import STEP_ACTIONS
 
 if TYPE_CHECKING:
     from clinigym.collect.session import CollectedStep, CollectSession
 
 SELECTOR_IOU = 0.9
-REPLAYABLE = ("click", "double_click", "right_click", "drag", "hover", "type")
 
 
 def slug(text: str) -> str:
@@ -167,9 +167,9 @@ def _check_steps(session: CollectSession) -> None:
     if not session.overview.strip():
         raise ActionError("the task overview is empty")
     for s in session.steps:
-        if s.action["type"] not in REPLAYABLE:
+        if s.action["type"] not in STEP_ACTIONS:
             raise ActionError(f"step {s.index + 1} is a {s.action['type']} action, which scenario steps cannot "
-                              f"replay (they are {', '.join(REPLAYABLE)}): undo it")
+                              f"replay (they are {', '.join(STEP_ACTIONS)}): undo it")
         if not s.instruction:
             raise ActionError(f"step {s.index + 1} has no instruction")
 
@@ -182,8 +182,8 @@ def _unique_path(folder: Path, stem: str) -> Path:
 
 
 def write_scenario(session: CollectSession) -> Path:
-    from clinigym.scenarios import load_scenario
-    from clinigym.specfile import SpecError
+    from clinigym.spec.files import SpecError
+    from clinigym.spec.scenarios import load_scenario
     _check_steps(session)
     folder = session.scenario_dir
     folder.mkdir(parents=True, exist_ok=True)
@@ -219,11 +219,10 @@ def save_demonstration(session: CollectSession, path: Path) -> Path:
 
 def replay(session: CollectSession, path: Path) -> tuple[dict, Path]:
     """The oracle on the written scenario (same backend), recorded into the dataset's episodes."""
-    from clinigym.agents import make_agent
     from clinigym.envs.live import LiveEnv
-    from clinigym.runner import run_episode
-    from clinigym.scenarios import load_scenario
-    from clinigym.scoring import score_dirs
+    from clinigym.eval.scoring import score_dirs
+    from clinigym.run.runner import agent_for, run_episode
+    from clinigym.spec.scenarios import load_scenario
 
     episodes = session.dataset / "episodes"
     episodes.mkdir(parents=True, exist_ok=True)
@@ -231,7 +230,7 @@ def replay(session: CollectSession, path: Path) -> tuple[dict, Path]:
     env = LiveEnv(load_scenario(path), backend=session.backend, record_dir=episodes, agent_name="oracle")
     error = None
     try:
-        run_episode(env, make_agent("oracle", env, 0), 0)
+        run_episode(env, agent_for(env, "oracle"), 0)
     except Exception as exc:  # noqa: BLE001 - reported on the page, the program stays up
         error = f"{exc.__class__.__name__}: {exc}"
     finally:
@@ -244,10 +243,10 @@ def replay(session: CollectSession, path: Path) -> tuple[dict, Path]:
     if folder:
         from clinigym.recording import read_episode
         ep = read_episode(folder)
-        steps = [{"step": r["step"], "instruction": r["instruction"], "correct": r["correct"],
-                  "hit": r["hit"], "failure": r.get("failure"), "transition_seen": r.get("transition_seen"),
-                  "transition_expected": r.get("transition_expected")} for r in ep.steps]
-        status = (ep.outcome or {}).get("status")
+        steps = [{"step": r.step, "instruction": r.instruction, "correct": r.correct, "hit": r.hit,
+                  "failure": r.failure, "transition_seen": r.transition_seen,
+                  "transition_expected": r.transition_expected} for r in ep.steps]
+        status = ep.status
     else:
         status = "error"
     result = {"status": status, "tca": summary.get("tca"), "n_steps": len(session.steps), "steps": steps,
@@ -257,7 +256,7 @@ def replay(session: CollectSession, path: Path) -> tuple[dict, Path]:
 
 def export(dataset: Path, parquet: Path) -> dict:
     """Re-export every completed replay in the dataset (the new one appended last)."""
-    from clinigym.export import to_medspot, to_parquet
+    from clinigym.eval.export import to_medspot, to_parquet
     from clinigym.recording import read_episode
 
     episodes = dataset / "episodes"
@@ -266,7 +265,7 @@ def export(dataset: Path, parquet: Path) -> dict:
     mapping, keys = {}, {}
     for t in tasks:
         name = t.extra["clinigym"]["episode"]
-        mapping[t.key] = read_episode(episodes / name).header["scenario_path"]
+        mapping[t.key] = read_episode(episodes / name).header.scenario_path
         keys[name] = t.key
     (dataset / "scenario-map.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False))
     return {"dataset": str(dataset), "parquet": str(out), "tasks": len(tasks),

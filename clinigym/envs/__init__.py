@@ -1,25 +1,7 @@
-"""Gymnasium registration: `clinigym/<app>-<scenario>-v0` for every scenario file,
-`clinigym/Scenario-v0`, which takes `scenario=PATH`, and `clinigym/Static-v0`, the
-static keyframe mode, which takes `dataset=FOLDER` (MedSPOT format)."""
-from __future__ import annotations
+"""The environments: `live` (a scenario on its live program), `static` (MedSPOT keyframes),
+their shared contract (`base`: the public info, the agent context, the privileged
+interface), the observation and action spaces, the start state, registration."""
+from clinigym.envs.base import PUBLIC_INFO, Privileged, ground_truth
+from clinigym.envs.registration import register_envs
 
-import gymnasium as gym
-
-GENERIC_ID = "clinigym/Scenario-v0"
-ENTRY = "clinigym.envs.live:LiveEnv"
-STATIC_ID = "clinigym/Static-v0"
-
-
-def register_envs() -> None:
-    from clinigym.scenarios import scenario_paths
-
-    # Live programs cannot promise bit-identical steps (info carries wall-clock timings).
-    if GENERIC_ID not in gym.registry:
-        gym.register(GENERIC_ID, entry_point=ENTRY, nondeterministic=True)
-    if STATIC_ID not in gym.registry:
-        gym.register(STATIC_ID, entry_point="clinigym.envs.static:StaticEnv")
-    for path in scenario_paths():
-        env_id = f"clinigym/{path.parent.name}-{path.stem}-v0"
-        if env_id not in gym.registry:
-            gym.register(env_id, entry_point=ENTRY, kwargs={"scenario": str(path)},
-                         nondeterministic=True)
+__all__ = ["PUBLIC_INFO", "Privileged", "ground_truth", "register_envs"]

@@ -7,7 +7,7 @@ import string
 import numpy as np
 from gymnasium import spaces
 
-from clinigym.actions import ACTION_TYPES
+from clinigym.core.actions import ACTION_TYPES
 
 TEXT_CHARSET = string.printable
 MAX_INSTRUCTION = 1000
@@ -34,10 +34,3 @@ def action_space(width: int, height: int) -> spaces.Dict:
         "keys": spaces.Text(max_length=32, charset=string.ascii_letters + "+"),
         "scroll": spaces.Box(-5, 5, (2,), np.int64),
     })
-
-
-def coordinates_info(obs_w: int, obs_h: int, screen_w: int, screen_h: int) -> dict:
-    """The coordinate contract, as every `info` states it."""
-    return {"space": "observation_pixels", "origin": "top_left",
-            "observation_size": [obs_w, obs_h], "screen_size": [screen_w, screen_h],
-            "scale": [screen_w / obs_w, screen_h / obs_h]}

@@ -14,13 +14,22 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from clinigym import actions as act
-from clinigym import judge
+from clinigym.core import actions as act
+from clinigym.core import judge
+from clinigym.core.context import AgentContext
+from clinigym.core.geometry import Box, coordinates_info
+from clinigym.core.records import EpisodeHeader, EpisodeOutcome, StepRecord
 from clinigym.envs import spaces
-from clinigym.envs.base import ScreenEnv
-from clinigym.judge import Box
-from clinigym.medspot import DatasetError, MedspotStep, MedspotTask, image_of, read_dataset
-from clinigym.recording import EpisodeRecorder, new_episode
+from clinigym.envs.base import (
+    END_BUDGET,
+    END_CALLED_AFTER,
+    END_COMPLETED,
+    END_INCORRECT,
+    ScreenEnv,
+    parse_action,
+    raw_action,
+)
+from clinigym.spec.medspot import DatasetError, MedspotStep, MedspotTask, image_of, read_dataset
 
 
 class StaticEnv(ScreenEnv):
@@ -36,6 +45,7 @@ class StaticEnv(ScreenEnv):
         self.skipped_tasks = [t.key for t in all_tasks if t not in self.tasks]
         if not self.tasks:
             raise DatasetError(f"{self.dataset}: no task with a scorable step matches")
+        self.software = software
         self.obs_w, self.obs_h = observation_size
         self.delta = delta
         if recovery and single_step:
@@ -53,11 +63,16 @@ class StaticEnv(ScreenEnv):
         self._next_task = 0
         self.task: MedspotTask | None = None
         self._steps: list[MedspotStep] = []
+        self._image_size = (self.obs_w, self.obs_h)
         self._i = 0
         self._done = True
-        self._obs_rgb: np.ndarray | None = None
-        self._recorder: EpisodeRecorder | None = None
         self._actions = self._hits = 0
+
+    def agent_context(self) -> AgentContext:
+        # The program only when every task is one program's (MedSPOT's software name).
+        programs = {t.software for t in self.tasks}
+        return AgentContext((self.obs_w, self.obs_h), programs.pop() if len(programs) == 1 else None,
+                            act.ACTION_TYPES, self.mode)
 
     # -- helpers ----------------------------------------------------------------------
     def _keyframe(self, step: MedspotStep) -> tuple[np.ndarray, tuple[int, int]]:
@@ -79,30 +94,19 @@ class StaticEnv(ScreenEnv):
             instruction = ""
         return {"screenshot": self._obs_rgb.copy(), "instruction": instruction, "step": self._i}
 
-    def current_target(self) -> Box | None:
-        if self._done:
-            return None
+    def _box(self) -> Box:
         return self._steps[self._i].actions[0].box(self.obs_w, self.obs_h)
 
-    def oracle_action(self) -> act.Action | None:
-        box = self.current_target()
-        if box is None:
-            return None
-        gt = self._steps[self._i].actions[0]
-        return act.Action(gt.type if gt.type in act.ACTION_TYPES else "click", box.center,
-                          box.center if gt.type == "drag" else None, "x" if gt.type == "type" else None)
-
-    def _info(self) -> dict:
-        box = self.current_target()
-        w, h = getattr(self, "_image_size", (self.obs_w, self.obs_h))
-        return {"scenario": f"medspot:{self.task.key}", "step": self._i, "n_steps": len(self._steps),
-                "coordinates": spaces.coordinates_info(self.obs_w, self.obs_h, w, h),
-                "target_box": box.as_list() if box else None}
+    def _public(self, **public: Any) -> dict[str, Any]:
+        # No timings: nothing runs here, and a deterministic info lets check_env verify
+        # step determinism for real.
+        w, h = self._image_size
+        return self._info(self._i, len(self._steps), coordinates_info(self.obs_w, self.obs_h, w, h), **public)
 
     # -- API --------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        self._finish_recording({"status": "abandoned"})
+        self._finish_recording(EpisodeOutcome("abandoned"))
         if options and "task" in options:
             key = options["task"]
             matches = [i for i, t in enumerate(self.tasks) if key in (t.key, t.index)]
@@ -117,40 +121,31 @@ class StaticEnv(ScreenEnv):
         self._steps = [s for s in self.task.steps if s.scorable]
         self._i, self._actions, self._hits, self._done = 0, 0, 0, False
         obs = self._observe()
-        info = self._info()
-        self._start_recording(seed)
-        return obs, info
+        t = self.task
+        self._start_recording(f"medspot-{t.software}-{t.index:03d}", EpisodeHeader(
+            scenario=f"medspot:{t.key}", app=t.software, overview=t.overview, n_steps=len(self._steps),
+            coordinates=coordinates_info(self.obs_w, self.obs_h, self.obs_w, self.obs_h),
+            steps=[{"instruction": s.text, "action": s.actions[0].type} for s in self._steps], seed=seed,
+            backend="static", mode=self.mode, recovery=self.recovery, single_step=self.single_step,
+            medspot={"software": t.software, "task": t.index}, dataset=str(self.dataset), delta=self.delta))
+        return obs, self._public()
 
     def step(self, action):
-        # No timings in info: nothing runs here, and a deterministic info lets check_env
-        # verify step determinism for real.
-        info = self._info()
         if self._done:
-            info.update(invalid_action="the episode has ended: call reset()", hit=False, correct=False)
-            return self._observe(), 0.0, True, False, info
+            return self._observe(), 0.0, True, False, self._public(invalid_action=END_CALLED_AFTER)
         before = self._obs_rgb
         step = self._steps[self._i]
-        box = self.current_target()
-        meta = None
-        try:
-            parsed = act.parse(action)
-            meta = parsed.meta
-            act.validate(parsed, self.obs_w, self.obs_h)
-            invalid = None
-        except act.InvalidAction as exc:
-            parsed, invalid = None, str(exc)
+        box = self._box()
+        parsed, invalid, meta = parse_action(action, self.obs_w, self.obs_h)
         point = parsed.point if parsed is not None else None
         hit = point is not None and judge.hit(point, box, self.delta)
-        failure = None if hit else judge.failure_type(point, box, self.obs_w, self.obs_h)
-        record = {"step": self._i, "instruction": step.text, "expected_action": step.actions[0].type,
-                  "raw_action": action if isinstance(action, (str, type(None))) else
-                  (parsed.to_json() if parsed else repr(action)),
-                  "action": parsed.to_json() if parsed else None, "invalid_action": invalid,
-                  "hit": hit, "action_type_ok": True, "correct": hit, "failure": failure,
-                  "target_box": box.as_list(), "end_box": None,
-                  "target_size": judge.target_size(box, self.obs_w, self.obs_h),
-                  "transition_expected": [], "transition_seen": None, "final_check": None,
-                  "medspot_step_id": step.step_id, "agent": meta}
+        record = StepRecord(
+            step=self._i, instruction=step.text, expected_action=step.actions[0].type,
+            raw_action=raw_action(action),
+            action=parsed.to_json() if parsed else None, invalid_action=invalid, hit=hit, action_type_ok=True,
+            correct=hit, failure=None if hit else judge.failure_type(point, box, self.obs_w, self.obs_h),
+            target_box=box.as_list(), target_size=judge.target_size(box, self.obs_w, self.obs_h),
+            medspot_step_id=step.step_id, agent=meta)
         self._actions += 1
         self._hits += hit
         if hit or self.single_step:
@@ -160,25 +155,24 @@ class StaticEnv(ScreenEnv):
         self._done = terminated or truncated
         obs = self._observe() if not self._done else {"screenshot": before.copy(), "instruction": "",
                                                       "step": self._i}
-        info.update({k: record[k] for k in ("action", "invalid_action", "hit", "correct", "failure",
-                                            "target_size")}, next_step=self._i)
-        if self._recorder:
-            self._recorder.step(record, before, None)
-            if self._done:
-                status = "complete" if self._hits == len(self._steps) else ("truncated" if truncated else "failed")
-                self._finish_recording({"status": status, "steps_correct": self._i, "actions": self._actions,
-                              "reason": failure})
-        return obs, float(hit), terminated, truncated, info
+        outcome = None
+        if self._done:
+            status = "complete" if self._hits == len(self._steps) else ("truncated" if truncated else "failed")
+            outcome = EpisodeOutcome(status, self._i, self._actions, record.failure)
+        self._record(record, before, None, outcome)
+        end = None
+        if self._done:
+            end = END_BUDGET if truncated else END_COMPLETED if outcome.status == "complete" else END_INCORRECT
+        return obs, float(hit), terminated, truncated, self._public(invalid_action=invalid, end_reason=end)
 
-    def _start_recording(self, seed) -> None:
-        if not self.record_dir:
-            return
-        t = self.task
-        self._recorder = new_episode(self.record_dir, f"medspot-{t.software}-{t.index:03d}", {
-            "scenario": f"medspot:{t.key}", "app": t.software, "overview": t.overview,
-            "n_steps": len(self._steps), "medspot": {"software": t.software, "task": t.index},
-            "agent": self.agent_name, "seed": seed, "backend": "static", "recovery": self.recovery,
-            "single_step": self.single_step, "dataset": str(self.dataset), "delta": self.delta,
-            "coordinates": spaces.coordinates_info(self.obs_w, self.obs_h, self.obs_w, self.obs_h),
-            "steps": [{"instruction": s.text, "action": s.actions[0].type} for s in self._steps]})
+    # -- ground truth (privileged: `clinigym.envs.ground_truth`) -----------------------------
+    def _truth_target(self) -> Box | None:
+        return None if self._done else self._box()
 
+    def _truth_action(self) -> act.Action | None:
+        if self._done:
+            return None
+        box = self._box()
+        gt = self._steps[self._i].actions[0]
+        return act.Action(gt.type if gt.type in act.ACTION_TYPES else "click", box.center,
+                          box.center if gt.type == "drag" else None, "x" if gt.type == "type" else None)

@@ -11,7 +11,7 @@ Two kinds of native coordinates cover every family here:
 
 Observation pixels follow the project's contract (PROTOCOL.md, "Coordinates"): origin
 top-left, a point is valid when ``0 <= x <= w-1 and 0 <= y <= h-1`` (the rule of
-``clinigym.actions.validate``); outside points are dropped, never clamped.
+``clinigym.core.actions.validate``); outside points are dropped, never clamped.
 """
 from __future__ import annotations
 

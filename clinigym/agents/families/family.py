@@ -7,8 +7,8 @@ that share a convention share the same pieces.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from clinigym.agents.families.coords import Point, Size, Space, centre, inside
 from clinigym.agents.families.prompts import Prompt
@@ -44,7 +44,7 @@ class Family:
     def parse(self, text: str, size: Size) -> list[Point]:
         """Points in observation pixels, best first; [] when nothing parsable.
         A point outside the observation is dropped, never clamped (each point on its
-        own, as ``clinigym.predictions`` drops out-of-range points of a top-K list)."""
+        own, as ``clinigym.eval.predictions`` drops out-of-range points of a top-K list)."""
         sent = self.resize_for(size)
         out = []
         for group in self.syntax.extract(strip_think(text or "")):

@@ -4,10 +4,19 @@ from __future__ import annotations
 from clinigym.agents.families import answers, prompts
 from clinigym.agents.families.coords import NORM_2, NORM_4, PIXELS, REL_1000, REL_1000_PADDED
 from clinigym.agents.families.family import Family
-from clinigym.agents.families.resize import (AsIs, SmartResize, UI_TARS_MAX_PIXELS,
-                                             UI_TARS_MIN_PIXELS)
-from clinigym.agents.families.syntax import (COGAGENT_BOX, COMPUTER_CALL, JSON_PAIR, JSON_XY, PAREN,
-                                             PAREN_POINT, PYAUTOGUI, QWEN_JSON, TARS_ACTION, syntax)
+from clinigym.agents.families.resize import UI_TARS_MAX_PIXELS, UI_TARS_MIN_PIXELS, AsIs, SmartResize
+from clinigym.agents.families.syntax import (
+    COGAGENT_BOX,
+    COMPUTER_CALL,
+    JSON_PAIR,
+    JSON_XY,
+    PAREN,
+    PAREN_POINT,
+    PYAUTOGUI,
+    QWEN_JSON,
+    TARS_ACTION,
+    syntax,
+)
 
 # Shared pieces ----------------------------------------------------------------------
 TARS = syntax("tars", [TARS_ACTION, PAREN])           # Action args, else bare tuples

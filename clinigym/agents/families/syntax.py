@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 NUM = r"-?\d+(?:\.\d+)?"
 _NUMBER = re.compile(NUM)

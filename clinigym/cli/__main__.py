@@ -1,0 +1,5 @@
+import sys
+
+from clinigym.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,104 @@
+"""Demonstrations: `collect` (the collection and review page), `agreement`."""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+
+def _serve(server, what: str) -> int:
+    print(f"{what}\nopen {server.url}", flush=True)
+    server.start()
+    try:
+        threading.Event().wait()     # until Ctrl-C
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+def cmd_collect(args) -> int:
+    from clinigym.collect.server import CollectServer
+    if args.review:
+        from clinigym.collect.review import ReviewSession
+        try:
+            session = ReviewSession(Path(args.review))
+        except (OSError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return _serve(CollectServer(session, args.port, verbose=args.verbose),
+                      f"reviewing {args.review}; corrections go to {session.out}")
+    if not args.app:
+        print("error: give --app APP (or --review EPISODE_DIR)", file=sys.stderr)
+        return 2
+    from clinigym.collect.session import CollectSession
+    try:
+        session = CollectSession(args.app, args.scenario, args.task or "", scenario_dir=args.out_dir,
+                                 dataset=args.dataset, parquet=args.parquet, scenario_id=args.id,
+                                 use_ocr=not args.no_ocr, backend=args.backend)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        session.open()
+
+        def on_result(result: dict) -> None:
+            shown = {k: v for k, v in result.items() if k != "scenario_yaml"}
+            print(json.dumps(shown), flush=True)
+
+        server = CollectServer(session, args.port, verbose=args.verbose, on_result=on_result)
+        return _serve(server, f"{session.app.title}: program ready"
+                              + (f" at the start of {session.start.key}" if session.start else ""))
+    finally:
+        session.close()
+
+
+def cmd_agreement(args) -> int:
+    from clinigym.collect.agreement import compare, format_table
+    try:
+        result = compare(Path(args.a), Path(args.b), args.threshold)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
+    return 0 if result.steps else 1
+
+
+def register(sub) -> None:
+    from clinigym.collect.agreement import AGREE_IOU
+    p = sub.add_parser(
+        "collect", help="demonstrate a task on a live program in a local web page; write a scenario",
+        description="Start the program and serve a page on 127.0.0.1 (a random token in the URL) that shows "
+                    "the live screen and forwards mouse and keyboard. Each action is recorded with its "
+                    "pre-action screenshot and a proposed target box to accept or adjust, with an "
+                    "instruction. End writes scenarios/<app>/<id>.yaml (or --out-dir), replays it with the "
+                    "oracle and appends it to a MedSPOT-format dataset and its parquet export. "
+                    "--review EPISODE_DIR opens a recorded episode instead, to fix wrong ground truth.")
+    p.add_argument("--app", help="the program (see `clinigym apps`)")
+    p.add_argument("--scenario", help="start from this scenario's start state (its args and set-up steps)")
+    p.add_argument("--task", help="the task overview (editable on the page)")
+    p.add_argument("--id", help="the scenario id (file name); default: from the overview")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--out-dir", help="folder for the scenario file (default: scenarios/<app>/ of the built-in "
+                                     "library in a checkout, else of the current folder)")
+    p.add_argument("--dataset", default="datasets/collected",
+                   help="MedSPOT-format dataset the task is appended to (default datasets/collected)")
+    p.add_argument("--parquet", help="parquet export (default <dataset>/collected.parquet)")
+    p.add_argument("--backend", choices=("local", "docker"),
+                   help="where the program runs (default: see clinigym.backends)")
+    p.add_argument("--no-ocr", action="store_true", help="no OCR text boxes as proposals (faster)")
+    p.add_argument("--review", metavar="EPISODE_DIR", help="review a recorded episode instead")
+    p.add_argument("--verbose", action="store_true", help="log every HTTP request")
+    p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser(
+        "agreement", help="compare two annotators' MedSPOT-format files of the same tasks",
+        description="Per-step box IoU of two MedSPOT-format annotation files (tasks by index, steps by "
+                    "step_id), mean IoU and the agreement rate (IoU >= threshold).")
+    p.add_argument("a", help="annotator A's <Software>_Annotation.json")
+    p.add_argument("b", help="annotator B's <Software>_Annotation.json")
+    p.add_argument("--threshold", type=float, default=AGREE_IOU, help="IoU for agreement (default 0.5)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.set_defaults(func=cmd_agreement)

@@ -1,0 +1,136 @@
+"""Programs: `apps`, `images`, `cleanup`, `view`."""
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+
+from clinigym.spec.apps import app_names, load_app
+
+
+def _missing(packages: list[str]) -> list[str]:
+    """The packages of the list that dpkg does not have installed."""
+    missing = []
+    for pkg in packages:
+        done = subprocess.run(["dpkg-query", "-W", "-f", "${Status}", pkg], capture_output=True, text=True)
+        if "install ok installed" not in done.stdout:
+            missing.append(pkg)
+    return missing
+
+
+def _fetch_npm() -> int:
+    """Download (once) every program's pinned npm packages into the cache, verified."""
+    from clinigym.runtime import npm
+    for name in app_names():
+        try:
+            for var, path in npm.variables(load_app(name)).items():
+                print(f"{name:<12} ${{{var}}} = {path}")
+        except npm.NpmError as exc:
+            print(f"clinigym: {name}: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def cmd_apps(args) -> int:
+    if args.fetch:
+        return _fetch_npm()
+    from clinigym.runtime.backends.local import host_release
+    from clinigym.runtime.slots import slot_ports
+    from clinigym.spec.scenarios import all_scenarios
+    host = host_release()
+    if args.packages:
+        print(" ".join(sorted({p for name in app_names() for p in load_app(name).debian_packages
+                               if load_app(name).release == host})))
+        return 0
+    counts: dict[str, int] = {}
+    for s in all_scenarios():
+        counts[s.app] = counts.get(s.app, 0) + 1
+    rows = []
+    for name in app_names():
+        app = load_app(name)
+        # A program of another Debian release runs in its container only.
+        missing = _missing(app.debian_packages) if app.release == host else app.debian_packages
+        binaries = [p.command[0] for p in app.processes if p.command] + (
+            ["chromium"] if any(p.browser for p in app.processes) else [])
+        runnable = not missing and all(shutil.which(b) for b in binaries) and bool(shutil.which("Xvfb"))
+        rows.append({"name": name, "title": app.title, "release": app.release, "folder": str(app.folder),
+                     "packages": app.debian_packages, "missing_packages": missing, "installed": not missing,
+                     "runnable": runnable, "scenarios": counts.get(name, 0), "port_block": app.port_block,
+                     "ports": slot_ports(app.port_block, 0, app.ports) if app.ports else {}})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'program':<12} {'installed':<9} {'runnable':<8} {'scenarios':>9}  title")
+    for r in rows:
+        print(f"{r['name']:<12} {'yes' if r['installed'] else 'no':<9} {'yes' if r['runnable'] else 'no':<8} "
+              f"{r['scenarios']:>9}  {r['title']}"
+              + (f"  (Debian {r['release']}: Docker backend only)" if r["release"] != host
+                 else f"  (missing: {' '.join(r['missing_packages'])})" if r["missing_packages"] else ""))
+    return 0
+
+
+def cmd_images(args) -> int:
+    from clinigym.runtime.images import ImageError, build_app
+    try:
+        for name in args.apps or app_names():   # each builds (or finds) its Debian base first
+            build_app(load_app(name), force=args.force)
+    except ImageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_cleanup(args) -> int:
+    from clinigym.runtime.backends.docker import cleanup
+    removed = cleanup(all_containers=args.all)
+    print(json.dumps(removed) if args.json else (f"removed {len(removed)} container(s)"
+                                                 + "".join(f"\n  {n}" for n in removed)))
+    return 0
+
+
+def cmd_view(args) -> int:
+    from clinigym.runtime.liveview import LiveView, find_display
+    try:
+        number = find_display(args.target)
+    except LookupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    with LiveView(number) as view:
+        print(f"display :{number}\nopen: {view.url}\nVNC: 127.0.0.1:{view.vnc_port} "
+              f"(password {view.password})\nCtrl-C stops the view (not the program)", flush=True)
+        # A stop request (SIGTERM) ends the view like Ctrl-C does, closing its servers.
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        try:
+            view.wait(args.duration)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("apps", help="programs, and whether each is installed and runnable")
+    p.add_argument("--json", action="store_true", help="machine-readable output (with each program's folder, "
+                                                       "port block and first instance's ports)")
+    p.add_argument("--packages", action="store_true", help="print the Debian packages all programs need")
+    p.add_argument("--fetch", action="store_true",
+                   help="download every program's pinned npm packages into the cache (verified; once)")
+    p.set_defaults(func=cmd_apps)
+
+    p = sub.add_parser("images", help="build the Docker images: Debian bases (debootstrap) and one per program")
+    p.add_argument("apps", nargs="*", help="programs (default: all)")
+    p.add_argument("--force", action="store_true",
+                   help="rebuild the program images even when their inputs did not change")
+    p.set_defaults(func=cmd_images)
+
+    p = sub.add_parser("cleanup", help="remove containers left by clinigym runs that are gone")
+    p.add_argument("--all", action="store_true", help="every clinigym container, also of live runs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_cleanup)
+
+    p = sub.add_parser("view", help="watch a running program live in a browser (noVNC on loopback)")
+    p.add_argument("target", help="a clinigym container's name (see `docker ps`), a program name "
+                                  "with one running container, or an X display such as :101")
+    p.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C)")
+    p.set_defaults(func=cmd_view)

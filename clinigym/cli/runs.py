@@ -1,0 +1,138 @@
+"""Running agents: `run`, `score`, `agents`, `bench`."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from clinigym.agents import AGENTS
+from clinigym.runtime.backends import KINDS
+
+
+def _agent_options(args) -> dict:
+    """The chosen agent's own options, from the flags its registry entry declares."""
+    return {o.dest: getattr(args, f"{args.agent}_{o.dest}") for o in AGENTS[args.agent].options}
+
+
+def cmd_run(args) -> int:
+    from clinigym.eval.scoring import format_table
+    from clinigym.run.runner import run, run_static
+    from clinigym.spec.scenarios import first_per_program, select
+    out = Path(args.out)
+    if (out / "episodes").exists() and any((out / "episodes").iterdir()):
+        if not args.overwrite:
+            print(f"error: {out} holds a run already; use --overwrite or another --out", file=sys.stderr)
+            return 2
+        shutil.rmtree(out)
+    options = _agent_options(args)
+    if args.dataset:
+        result = run_static(Path(args.dataset), args.agent, out, args.software, args.seed, args.single_step,
+                            args.delta, progress=not args.no_progress, agent_options=options)
+    else:
+        scenarios = select(args.scenario)
+        if args.per_program:
+            scenarios = first_per_program(scenarios, args.per_program)
+        result = run(scenarios, args.agent, out, args.episodes, args.seed, args.recovery,
+                     progress=not args.no_progress, agent_options=options, backend=args.backend)
+    if args.json:
+        print(json.dumps(result.summary, indent=2))
+    else:
+        print(format_table(result.summary, f"agent: {args.agent}   run: {args.out}"))
+        for err in result.errors:
+            print(f"error in {err['scenario']} episode {err['episode']}: {err['error']}", file=sys.stderr)
+    return 1 if result.errors else 0
+
+
+def cmd_score(args) -> int:
+    from clinigym.eval.scoring import format_table, score_dirs, summarize
+    if args.predictions:
+        from clinigym.eval.predictions import read_predictions, score_predictions
+        from clinigym.spec.medspot import read_dataset
+        if not args.dataset:
+            print("error: --predictions needs --dataset", file=sys.stderr)
+            return 2
+        results = score_predictions(read_dataset(Path(args.dataset)), read_predictions(Path(args.predictions)),
+                                    args.delta, args.top_k)
+        summary = summarize(results) | {"delta": args.delta, "top_k": args.top_k}
+    else:
+        summary, results = score_dirs([Path(d) for d in args.dirs])
+    if not results:
+        print(f"no recorded episodes under {' '.join(args.dirs)}", file=sys.stderr)
+        return 1
+    if args.out:
+        Path(args.out).write_text(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2) if args.json else format_table(summary))
+    return 0
+
+
+def cmd_agents(args) -> int:
+    from clinigym.agents.families import FAMILIES
+    rows = {"agents": {k: {"description": e.description, "privileged": e.privileged,
+                           "options": [o.flag for o in e.options]} for k, e in AGENTS.items()},
+            "families": {k: {"coords": f.coords, "description": f.description} for k, f in FAMILIES.items()}}
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print("agents:")
+    for name, entry in rows["agents"].items():
+        print(f"  {name:<8} {entry['description']}")
+    print("model families (--agent http --model-family NAME):")
+    for name, fam in rows["families"].items():
+        print(f"  {name:<20} {fam['coords']}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from clinigym.run.bench import run_bench
+    from clinigym.spec.apps import app_names
+    return run_bench(args.apps or app_names(), args.repeats, Path(args.out) if args.out else None, args.backends)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run an agent on live scenarios, record and score")
+    p.add_argument("--scenario", default="*", help="glob on app/id, an app name or a scenario file")
+    p.add_argument("--per-program", type=int, metavar="N",
+                   help="only the first N matching scenarios of every program (by id)")
+    p.add_argument("--dataset", help="static mode: a MedSPOT-format dataset instead of live scenarios")
+    p.add_argument("--software", help="static mode: only this software's tasks")
+    p.add_argument("--single-step", action="store_true",
+                   help="static mode: judge every step alone too (MedSPOT's ablation)")
+    p.add_argument("--delta", type=float, default=0.0, help="static mode: hit tolerance in pixels")
+    p.add_argument("--agent", default="oracle", choices=sorted(AGENTS), help="see `clinigym agents`")
+    for name, entry in AGENTS.items():   # each agent's own options, as its registry entry declares them
+        for o in entry.options:
+            p.add_argument(o.flag, dest=f"{name}_{o.dest}", type=o.type, default=o.default, help=o.help)
+    p.add_argument("--out", required=True, help="run folder (episodes/ and summary.json)")
+    p.add_argument("--episodes", type=int, default=1, help="episodes per scenario")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--recovery", action="store_true", help="continue after errors (PROTOCOL.md)")
+    p.add_argument("--backend", choices=KINDS,
+                   help="where programs run (default: $CLINIGYM_BACKEND, else local for programs "
+                        "of this machine's Debian release, docker for the others)")
+    p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true", help="replace a run already in --out")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("score", help="score recorded episodes, or a predictions file against a dataset")
+    p.add_argument("dirs", nargs="*", help="run folders or episode folders")
+    p.add_argument("--predictions", help="JSONL predictions file (see clinigym/eval/predictions.py)")
+    p.add_argument("--dataset", help="with --predictions: the MedSPOT-format dataset")
+    p.add_argument("--delta", type=float, default=0.0, help="with --predictions: tolerance in pixels")
+    p.add_argument("--top-k", type=int, default=1, help="with --predictions: a hit among the first K points")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--out", help="also write the summary JSON here")
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("agents", help="list agents (and their options) and model families")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_agents)
+
+    p = sub.add_parser("bench", help="measure screenshot, step and reset latency, memory")
+    p.add_argument("--apps", nargs="*", help="programs (default: all)")
+    p.add_argument("--repeats", type=int, default=10, help="resets and oracle episodes per program")
+    p.add_argument("--out", help="also write the numbers as JSON here")
+    p.add_argument("--backends", nargs="*", choices=KINDS, default=["local"],
+                   help="backends to measure (docker adds restart vs recreate and side-by-side scaling)")
+    p.set_defaults(func=cmd_bench)

@@ -1,0 +1,32 @@
+"""A scenario's start state on its program: the pristine program (backend reset with the
+scenario's arguments), then its unscored set-up actions, each waited for."""
+from __future__ import annotations
+
+from clinigym.core.screen import Frame
+from clinigym.runtime.backends import Backend
+from clinigym.runtime.waiting import wait_for
+from clinigym.spec.conditions import holds
+from clinigym.spec.scenarios import Scenario, SetupStep
+
+
+def start_scenario(backend: Backend, scenario: Scenario) -> Frame:
+    """The settled screen of the scenario's start state."""
+    frame = backend.reset(scenario.args)
+    for i, setup in enumerate(scenario.setup):
+        frame = _run_setup(backend, i, setup, frame)
+    return frame
+
+
+def _run_setup(backend: Backend, i: int, setup: SetupStep, frame: Frame) -> Frame:
+    display = backend.display
+    if setup.action == "key":
+        display.key(setup.keys)
+    else:
+        box = wait_for(lambda: backend.resolve(setup.target), 10, f"set-up step {i + 1} target")
+        end = backend.resolve(setup.end_target) if setup.end_target else None
+        display.perform(setup.action, box.center, end.center if end else None, setup.text)
+    settle = backend.app.settle
+    if setup.until:
+        wait_for(lambda: holds(setup.until, backend, frame, display.grab(), settle.min_changed),
+                 settle.timeout, f"set-up step {i + 1}: {setup.until.describe()}")
+    return backend.settle(since=frame)[0]

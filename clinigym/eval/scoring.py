@@ -1,0 +1,174 @@
+"""PROTOCOL.md's metrics over tasks: TCA, S1A, SHR, SHR_attempted, WPS, WPS_norm,
+failure types, bootstrap confidence intervals, breakdowns per program, task
+category and target size, recovery metrics beside the strict ones, and
+single-step accuracy beside the sequential figures."""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from clinigym.core.judge import FAILURE_TYPES
+from clinigym.recording import Episode, episode_folders, read_episode
+
+DECAY = 0.8
+SIZES = ("small", "medium", "large")
+METRICS = ("tca", "s1a", "shr", "shr_attempted", "wps", "wps_norm")
+BOOTSTRAP = 1000
+BOOTSTRAP_SEED = 42
+
+# Task categories from the task overview, first match wins (MedSPOT's files carry no category).
+CATEGORIES = (
+    ("data management", r"delet|anonymi|import|export|download|upload|save|send|print|modif|protect|queue"),
+    ("annotation and measurement", r"measur|annotat|draw|paint|layer|shutter|ruler|segment|label|roi\b|mark"),
+    ("configuration", r"preferen|setting|configur|option|enable|disable"),
+    ("image adjustment", r"window|level|preset|contrast|invert|rotat|flip|lut\b|colou?r|bright|interpolat"
+                         r"|render|appearance|c/w"),
+    ("viewing and navigation", r"view|open|display|zoom|layout|preview|fit|series|navigat|scroll|slice"
+                               r"|page|grid|image|study|log"),
+)
+
+
+def categorize(overview: str) -> str:
+    text = overview.lower()
+    return next((name for name, rx in CATEGORIES if re.search(rx, text)), "other")
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """One task: its strict (first-error) outcome, and every step's result when known."""
+    app: str
+    task: str
+    n_steps: int                  # scored steps n_t
+    correct: int                  # correct prefix c_t
+    failure: str | None = None    # label of the step that ended the task
+    step_sizes: tuple[tuple[str, bool], ...] = ()   # (target size, correct) of attempted steps
+    recovered: bool | None = None  # recovery mode: completed in the end
+    category: str = "other"
+    steps_correct: tuple[bool, ...] | None = None   # single-step mode: every step judged alone
+
+
+def _core(c: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
+    """The six metrics, vectorised over a leading resample axis (c and n: [..., T])."""
+    decay_sum = (1 - DECAY ** c) / (1 - DECAY)
+    full_sum = (1 - DECAY ** n) / (1 - DECAY)
+    return {
+        "tca": np.mean(c == n, axis=-1),
+        "s1a": np.mean(c >= 1, axis=-1),
+        "shr": c.sum(-1) / n.sum(-1),
+        "shr_attempted": c.sum(-1) / np.minimum(c + 1, n).sum(-1),
+        "wps": np.mean(decay_sum, axis=-1),
+        "wps_norm": np.mean(decay_sum / full_sum, axis=-1),
+    }
+
+
+def confidence_intervals(results: list[TaskResult], resamples: int = BOOTSTRAP,
+                         seed: int = BOOTSTRAP_SEED) -> dict[str, list[float]]:
+    """95% intervals by bootstrap over tasks."""
+    scored = [r for r in results if r.n_steps > 0]
+    if not scored:
+        return {}
+    c = np.array([r.correct for r in scored], dtype=float)
+    n = np.array([r.n_steps for r in scored], dtype=float)
+    idx = np.random.default_rng(seed).integers(0, len(scored), size=(resamples, len(scored)))
+    boot = _core(c[idx], n[idx])
+    return {k: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] for k, v in boot.items()}
+
+
+def metrics(results: list[TaskResult], with_ci: bool = False) -> dict:
+    scored = [r for r in results if r.n_steps > 0]
+    t = len(scored)
+    out: dict = {"n_tasks": t, "excluded_tasks": [r.task for r in results if r.n_steps == 0]}
+    if not t:
+        return out | {k: None for k in METRICS} | {"failures": {}, "live_outcomes": {}}
+    core = _core(np.array([r.correct for r in scored], dtype=float),
+                 np.array([r.n_steps for r in scored], dtype=float))
+    out.update({k: float(v) for k, v in core.items()})
+    labels = Counter(r.failure for r in scored if r.correct < r.n_steps)
+    out["failures"] = {k: labels[k] for k in FAILURE_TYPES if labels[k]}
+    out["live_outcomes"] = {k: v for k, v in labels.items() if k not in FAILURE_TYPES}
+    sizes: dict[str, list[bool]] = defaultdict(list)
+    for r in scored:
+        for size, ok in r.step_sizes:
+            sizes[size].append(ok)
+    out["per_size"] = {s: {"steps": len(sizes[s]), "accuracy": sum(sizes[s]) / len(sizes[s])}
+                       for s in SIZES if sizes[s]}
+    recovery = [r for r in scored if r.recovered is not None]
+    if recovery:
+        out["tca_recovery"] = sum(r.recovered for r in recovery) / len(recovery)
+    single = [ok for r in scored if r.steps_correct is not None for ok in r.steps_correct]
+    if single:
+        out["single_step_accuracy"] = sum(single) / len(single)
+    if with_ci:
+        out["ci95"] = confidence_intervals(scored)
+    return out
+
+
+def summarize(results: list[TaskResult]) -> dict:
+    """Overall metrics (micro-averaged over tasks, with bootstrap intervals), and the
+    same per program and per task category."""
+    summary = metrics(results, with_ci=True)
+    for key, attr in (("per_app", "app"), ("per_category", "category")):
+        groups: dict[str, list[TaskResult]] = defaultdict(list)
+        for r in results:
+            groups[getattr(r, attr)].append(r)
+        summary[key] = {name: metrics(rs) for name, rs in sorted(groups.items())}
+    return summary
+
+
+def result_from_episode(ep: Episode) -> TaskResult:
+    """Strict result of a recorded episode: the correct prefix up to the first error."""
+    h = ep.header
+    correct, failure, sizes = 0, None, []
+    for rec in ep.steps:
+        sizes.append((rec.target_size or "unknown", bool(rec.correct)))
+        if not rec.correct:
+            failure = rec.failure
+            break
+        correct += 1
+    n = h.n_steps
+    if failure is None and correct < n:
+        # Ended without a judged error: the program died or the run was cut short.
+        failure = "app_crashed" if ep.status in ("truncated", None, "abandoned") else "timeout"
+    recovered = ep.status == "complete" if h.recovery else None
+    steps_correct = tuple(bool(rec.correct) for rec in ep.steps) if h.single_step else None
+    return TaskResult(h.app, h.scenario, n, correct, failure, tuple(sizes), recovered,
+                      h.category or categorize(h.overview), steps_correct)
+
+
+def score_dirs(dirs: list[Path]) -> tuple[dict, list[TaskResult]]:
+    results = [result_from_episode(read_episode(f)) for d in dirs for f in episode_folders(d)]
+    return summarize(results), results
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{100 * v:5.1f}%"
+
+
+def format_table(summary: dict, title: str = "") -> str:
+    """A plain-text table: one row per program and the overall row (with its 95% CI below)."""
+    rows = [(app, m) for app, m in summary.get("per_app", {}).items()] + [("ALL", summary)]
+    head = f"{'program':<14} {'tasks':>5} {'TCA':>7} {'S1A':>7} {'SHR':>7} {'SHR_att':>7} " \
+           f"{'WPS':>6} {'WPS_n':>7}  failures"
+    lines = [title] if title else []
+    lines += [head, "-" * len(head)]
+    for name, m in rows:
+        fails = dict(m.get("failures", {}), **m.get("live_outcomes", {}))
+        fail_text = ", ".join(f"{k}={v}" for k, v in fails.items()) or "-"
+        wps = "-" if m.get("wps") is None else f"{m['wps']:.3f}"
+        lines.append(f"{name:<14} {m['n_tasks']:>5} {_pct(m.get('tca')):>7} {_pct(m.get('s1a')):>7} "
+                     f"{_pct(m.get('shr')):>7} {_pct(m.get('shr_attempted')):>7} {wps:>6} "
+                     f"{_pct(m.get('wps_norm')):>7}  {fail_text}")
+    ci = summary.get("ci95")
+    if ci:
+        lines.append("95% CI (bootstrap over tasks): " + ", ".join(
+            f"{k.upper()} {_pct(lo).strip()}-{_pct(hi).strip()}" for k, (lo, hi) in ci.items()
+            if k in ("tca", "s1a", "shr")))
+    if "single_step_accuracy" in summary:
+        lines.append(f"single-step accuracy: {_pct(summary['single_step_accuracy']).strip()}")
+    if "tca_recovery" in summary:
+        lines.append(f"TCA with recovery: {_pct(summary['tca_recovery']).strip()}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Running agents over scenarios (`runner`) and measuring the environments (`bench`)."""

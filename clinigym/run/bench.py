@@ -1,0 +1,177 @@
+"""`clinigym bench`: latency distributions and memory per program, with an idle-display
+baseline measured in the same command (ratios are against it)."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from clinigym.envs.live import LiveEnv
+from clinigym.run.runner import agent_for
+from clinigym.runtime.backends import make_backend
+from clinigym.runtime.backends.local import host_release
+from clinigym.runtime.display import DisplaySession
+from clinigym.spec.apps import load_app
+from clinigym.spec.scenarios import all_scenarios
+
+
+def _dist(values: list[float]) -> dict:
+    a = np.asarray(values) * 1000
+    return {"n": len(values), "p50_ms": float(np.percentile(a, 50)), "p95_ms": float(np.percentile(a, 95))}
+
+
+def bench_baseline(repeats: int) -> dict:
+    """An idle display: what a screenshot and a click-to-settled cost with no program."""
+    display = DisplaySession()
+    try:
+        grabs, steps = [], []
+        for _ in range(repeats):
+            t = time.monotonic()
+            _ = display.grab().rgb   # the grab and the conversion an observation costs
+            grabs.append(time.monotonic() - t)
+        for i in range(repeats):
+            t = time.monotonic()
+            display.click(10 + i, 10)
+            display.wait_settled()
+            steps.append(time.monotonic() - t)
+        return {"screenshot": _dist(grabs), "step": _dist(steps)}
+    finally:
+        display.close()
+
+
+def _oracle_steps(env: LiveEnv, repeats: int, phases: dict[str, list[float]], seed: int = 0) -> None:
+    oracle = agent_for(env, "oracle")
+    for i in range(repeats):
+        obs, info = env.reset(seed=seed + i)
+        done = False
+        while not done:
+            obs, _, term, trunc, info = env.step(oracle.act(obs, info))
+            done = term or trunc
+            for k in phases:
+                phases[k].append(info["timings"].get(k, 0.0))
+
+
+def bench_app(name: str, repeats: int, kind: str = "local") -> dict:
+    app = load_app(name)
+    scenario = next(s for s in all_scenarios() if s.app == name)
+    backend = make_backend(app, kind)
+    env = LiveEnv(scenario, backend=backend)
+    try:
+        resets, recreates, grabs = [], [], []
+        phases: dict[str, list[float]] = {"act": [], "settle": [], "terminate": [], "total": []}
+        for _ in range(repeats):
+            t = time.monotonic()
+            backend.reset()          # kill, restore pristine state, relaunch, ready, settled
+            resets.append(time.monotonic() - t)
+        if kind == "docker":         # the fallback: a new container, then the same reset
+            for _ in range(min(repeats, 5)):
+                t = time.monotonic()
+                backend.recreate()
+                backend.reset()
+                recreates.append(time.monotonic() - t)
+        _oracle_steps(env, repeats, phases)
+        for _ in range(repeats):
+            t = time.monotonic()
+            _ = backend.display.grab().rgb
+            grabs.append(time.monotonic() - t)
+        memory = backend.memory_bytes() / 2**20
+        # The OCR agent's time per step on this program's first screen, no cache.
+        from clinigym.agents.ocr import OcrAgent
+        ocr = OcrAgent(env.agent_context(), cache_size=0)
+        obs, info = env.reset(seed=0)
+        ocr_times = []
+        for _ in range(min(repeats, 5)):
+            t = time.monotonic()
+            ocr.act(obs, info)
+            ocr_times.append(time.monotonic() - t)
+        result = {"scenario": scenario.key, "backend": kind, "screenshot": _dist(grabs),
+                  "reset": _dist(resets), "step": {k: _dist(v) for k, v in phases.items()},
+                  "rss_mb": memory, "ocr_agent_step": _dist(ocr_times)}
+        if recreates:
+            result["recreate"] = _dist(recreates)
+        return result
+    finally:
+        env.close()
+        backend.close()
+
+
+def bench_side_by_side(name: str, kind: str, repeats: int, limit: int = 8) -> dict:
+    """Environments of one program stepping at the same time, one more each round, until
+    the step p50 is twice that of a single environment (or `limit` is reached)."""
+    from concurrent.futures import ThreadPoolExecutor
+    scenario = next(s for s in all_scenarios() if s.app == name)
+    envs: list[LiveEnv] = []
+    rounds = []
+    try:
+        for n in range(1, limit + 1):
+            envs.append(LiveEnv(scenario, backend=kind))
+            envs[-1].reset(seed=0)   # start it before timing
+            per_env = [{"total": []} for _ in envs]
+            with ThreadPoolExecutor(len(envs)) as pool:
+                list(pool.map(lambda pair: _oracle_steps(pair[0], repeats, pair[1]), zip(envs, per_env)))
+            steps = [t for phases in per_env for t in phases["total"]]
+            rounds.append({"environments": n, "step": _dist(steps)})
+            if rounds[-1]["step"]["p50_ms"] > 2 * rounds[0]["step"]["p50_ms"]:
+                break
+    finally:
+        for env in envs:
+            env.close()
+    fit = [r["environments"] for r in rounds if r["step"]["p50_ms"] <= 2 * rounds[0]["step"]["p50_ms"]]
+    return {"app": name, "backend": kind, "rounds": rounds, "max_before_doubling": max(fit),
+            "limit_reached": len(rounds) == limit and fit[-1] == limit}
+
+
+def format_bench(result: dict) -> str:
+    base = result["baseline"]
+    lines = [f"{'program':<12} {'backend':<7} {'shot p50':>9} {'step p50':>9} {'step p95':>9} "
+             f"{'act':>7} {'settle':>7} {'reset p50':>10} {'reset p95':>10} {'recreate p50/p95':>17} "
+             f"{'mem MB':>7} {'step/base':>9} {'OCR p50':>8} {'OCR p95':>8}"]
+    lines.append(f"{'(idle X)':<12} {'local':<7} {base['screenshot']['p50_ms']:>9.1f} "
+                 f"{base['step']['p50_ms']:>9.0f} {base['step']['p95_ms']:>9.0f}")
+    for r in result["apps"]:
+        s = r["step"]
+        ratio = s["total"]["p50_ms"] / base["step"]["p50_ms"]
+        rec = r.get("recreate")
+        recreate = f"{rec['p50_ms']:.0f}/{rec['p95_ms']:.0f}" if rec else "-"
+        lines.append(
+            f"{r['app']:<12} {r['backend']:<7} {r['screenshot']['p50_ms']:>9.1f} "
+            f"{s['total']['p50_ms']:>9.0f} {s['total']['p95_ms']:>9.0f} {s['act']['p50_ms']:>7.1f} "
+            f"{s['settle']['p50_ms']:>7.0f} {r['reset']['p50_ms']:>10.0f} {r['reset']['p95_ms']:>10.0f} "
+            f"{recreate:>17} {r['rss_mb']:>7.0f} {ratio:>8.2f}x "
+            f"{r['ocr_agent_step']['p50_ms']:>8.0f} {r['ocr_agent_step']['p95_ms']:>8.0f}")
+    for sc in result.get("side_by_side", []):
+        rounds = ", ".join(f"{r['environments']}: {r['step']['p50_ms']:.0f}" for r in sc["rounds"])
+        lines.append(f"side by side, {sc['app']} on {sc['backend']}: step p50 ms by environments ({rounds}); "
+                     f"{sc['max_before_doubling']} run before the step p50 doubles"
+                     + (" (limit reached)" if sc["limit_reached"] else ""))
+    lines.append("times in ms (p50/p95 over all steps of repeated oracle episodes); "
+                 "step/base = step p50 over the idle-display click-to-settled p50; reset = restart in "
+                 "place, recreate = new container + reset; mem = RSS (local) or container memory "
+                 "without page cache (docker); OCR = the OCR agent's act() on the first screen, uncached")
+    return "\n".join(lines)
+
+
+def run_bench(apps: list[str], repeats: int, out: Path | None, backends: list[str] = ("local",),
+              side_by_side: str | None = "dicomscope") -> int:
+    result = {"repeats": repeats, "baseline": bench_baseline(repeats), "apps": [], "errors": []}
+    for kind in backends:
+        for name in apps:
+            if kind == "local" and load_app(name).release != host_release():
+                continue   # a program of another Debian release runs only in its container
+            try:
+                result["apps"].append(bench_app(name, repeats, kind) | {"app": name})
+            except Exception as exc:  # noqa: BLE001 - one broken program must not lose the others' numbers
+                result["errors"].append({"app": name, "backend": kind, "error": f"{type(exc).__name__}: {exc}"})
+    if side_by_side:
+        result["side_by_side"] = [bench_side_by_side(side_by_side, kind, max(2, repeats // 3))
+                                  for kind in backends]
+    print(format_bench(result))
+    for err in result["errors"]:
+        print(f"error: {err['app']} on {err['backend']}: {err['error'][:500]}", file=sys.stderr)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2))
+    return 1 if result["errors"] else 0

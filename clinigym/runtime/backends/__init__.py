@@ -1,0 +1,35 @@
+"""Where a program runs: `local` (this machine) or `docker` (a container per environment).
+
+The default is the `CLINIGYM_BACKEND` environment variable, else `local` for a
+program of this machine's Debian release and `docker` for the others.
+"""
+from __future__ import annotations
+
+import os
+
+from clinigym.core.errors import SpecError
+from clinigym.runtime.backends.base import Backend, ProgramDied
+from clinigym.runtime.display import Geometry
+from clinigym.spec.apps import AppSpec
+
+KINDS = ("local", "docker")
+__all__ = ["KINDS", "Backend", "ProgramDied", "default_kind", "make_backend"]
+
+
+def default_kind(app: AppSpec) -> str:
+    from clinigym.runtime.backends.local import host_release
+    chosen = os.environ.get("CLINIGYM_BACKEND")
+    if chosen:
+        return chosen
+    return "local" if app.release == host_release() else "docker"
+
+
+def make_backend(app: AppSpec, kind: str | None = None, geometry: Geometry = Geometry()) -> Backend:
+    kind = kind or default_kind(app)
+    if kind == "local":
+        from clinigym.runtime.backends.local import LocalBackend
+        return LocalBackend(app, geometry)
+    if kind == "docker":
+        from clinigym.runtime.backends.docker import DockerBackend
+        return DockerBackend(app, geometry)
+    raise SpecError("backend", kind, f"unknown backend; known: {', '.join(KINDS)}")

@@ -1,0 +1,294 @@
+"""What every backend shares: a program's lifecycle on an X display, and the probes
+that conditions use.
+
+Lifecycle: `reset()` kills the program's processes, restores the pristine state
+folder (made once by the program file's `prepare` steps) and relaunches every
+process, waiting for each one's readiness and then for a settled screen.
+Backends differ only in where the display and the processes run (this machine,
+a container): the small set of `_`-methods at the end of the class.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import time
+from pathlib import Path
+
+import requests
+
+from clinigym.core.errors import ProgramDied, ProgramError, WaitTimeout
+from clinigym.core.geometry import Box
+from clinigym.runtime import npm
+from clinigym.runtime.browser import DevTools, chromium_command
+from clinigym.runtime.display import DisplaySession, Frame, Geometry
+from clinigym.runtime.fixtures import MODALITY_STUDIES, write_studies
+from clinigym.runtime.slots import claim
+from clinigym.runtime.waiting import wait_for
+from clinigym.spec.apps import AppSpec, Process, render
+from clinigym.spec.conditions import Target
+
+__all__ = ["Backend", "ProgramDied", "base_environment"]
+
+
+class Backend:
+    kind = "?"
+
+    def __init__(self, app: AppSpec, geometry: Geometry = Geometry()):
+        self.app = app
+        self.geometry = geometry
+        slot = claim(app.name, app.port_block, list(app.ports))
+        self.workdir = slot.workdir
+        self.state = self.workdir / "state"
+        self.pristine = self.workdir / "pristine"
+        self.logs = self.workdir / "logs"
+        self.logs.mkdir()
+        self.ports = slot.ports
+        self.display: DisplaySession | None = None
+        self.devtools: DevTools | None = None
+        self._versions: dict[str, str] | None = None
+        self._http = requests.Session()
+        self._http.trust_env = False  # loopback only: never through a proxy
+
+    # -- variables ----------------------------------------------------------------------
+    @property
+    def variables(self) -> dict[str, str]:
+        g = self.geometry
+        v = {"STATE": str(self.state), "HOME": str(self.state / "home"),
+             "FIXTURES": str(self.workdir / "fixtures"), "MODALITIES": str(self.workdir / "modalities"),
+             "APP_DIR": str(self.app.folder),
+             "DISPLAY": self.display.name if self.display else "",
+             "SCREEN_WIDTH": str(g.width), "SCREEN_HEIGHT": str(g.height)}
+        v.update({f"PORT_{k.upper()}": str(p) for k, p in self.ports.items()})
+        # ${NPM_<KEY>}: the program's npm packages in this machine's cache (fetched if missing).
+        v.update(npm.variables(self.app))
+        return v
+
+    def render(self, text: str) -> str:
+        return render(text, self.variables)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def _prepare(self) -> None:
+        """Build the pristine state once: files, fixtures, prepare steps; then snapshot it."""
+        shutil.rmtree(self.state, ignore_errors=True)
+        (self.state / "home").mkdir(parents=True)
+        write_studies(self.workdir / "fixtures")
+        write_studies(self.workdir / "modalities", MODALITY_STUDIES)
+        for rel, text in self.app.files.items():
+            dest = self.state / self.render(rel)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(self.render(text))
+        try:
+            for step in self.app.prepare:
+                if step.run:
+                    cmd = [self.render(a) for a in step.run]
+                    code, output = self._run(cmd, str(self.state), self._env({}), 300)
+                    if code:
+                        raise ProgramError(f"{self.app.name}: prepare {cmd} failed ({code}): {output[-800:]}")
+                else:
+                    self._launch(self.app.process(step.start))
+                    if step.upload_dicom:
+                        self._upload(self.render(step.upload_dicom))
+        finally:
+            self.stop()
+        shutil.rmtree(self.pristine, ignore_errors=True)
+        shutil.copytree(self.state, self.pristine, symlinks=True)
+
+    def _upload(self, url: str) -> None:
+        for path in sorted((self.workdir / "fixtures").rglob("*.dcm")):
+            resp = self._http.post(url, data=path.read_bytes(), timeout=30)
+            resp.raise_for_status()
+
+    def _env(self, extra: dict[str, str]) -> dict[str, str]:
+        env = self._base_env()
+        env.update({"DISPLAY": self._ensure_display().name, "HOME": str(self.state / "home"),
+                    "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "NO_AT_BRIDGE": "1", "TZ": "UTC"})
+        env.update({k: self.render(v) for k, v in extra.items()})
+        return env
+
+    def _command(self, proc: Process, extra: list[str]) -> list[str]:
+        if proc.browser:
+            port = self.ports.get(self.app.dom_port) if self.app.dom_port else None
+            # The program's own Chromium switches go last (Chromium reads switches in any order).
+            return chromium_command(self.render(proc.browser), str(self.state / "chromium-profile"),
+                                    self.geometry.width, self.geometry.height, port) + \
+                [self.render(f) for f in proc.browser_flags]
+        args = []
+        for arg in [*proc.command, *extra]:
+            arg = self.render(arg)
+            # No shell runs the command, so patterns are expanded here (sorted, deterministic).
+            matches = sorted(glob.glob(arg)) if glob.has_magic(arg) else []
+            args += matches or [arg]
+        return args
+
+    def _launch(self, proc: Process, extra: list[str] = ()) -> None:
+        self._spawn(proc.name, self._command(proc, list(extra)), self.render(proc.cwd), self._env(proc.env),
+                    self.logs / f"{proc.name}.log")
+        self._wait_ready(proc)
+
+    def _wait_ready(self, proc: Process) -> None:
+        ready = proc.ready
+        deadline = time.monotonic() + ready.timeout
+
+        def left() -> float:
+            return max(0.1, deadline - time.monotonic())
+
+        def alive_check(probe):
+            def check():
+                code = self.exit_status(proc.name)
+                if code is not None:
+                    raise ProgramDied(f"{proc.name} exited with {code} while starting; "
+                                      f"log: {self.log_tail(proc.name)}")
+                return probe()
+            return check
+
+        try:
+            if ready.http:
+                url = self.render(ready.http)
+                wait_for(alive_check(lambda: self._http.get(url, timeout=1).status_code == 200),
+                         left(), f"{url} to answer")
+            if ready.window:
+                wait_for(alive_check(lambda: self.display.has_window(ready.window)),
+                         left(), f"a window titled /{ready.window}/")
+            if ready.dom:
+                wait_for(alive_check(lambda: self.resolve(Target(selector=ready.dom))),
+                         left(), f"DOM element {ready.dom}")
+        except WaitTimeout as exc:
+            raise WaitTimeout(f"{self.app.name}/{proc.name}: {exc}; log: {self.log_tail(proc.name)}") from None
+
+    def log_tail(self, name: str, chars: int = 600) -> str:
+        path = self.logs / f"{name}.log"
+        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+    def reset(self, args: list[str] = ()) -> Frame:
+        """Bring the program to its pristine state; returns the settled first frame.
+        `args` are appended to the main (last) process's command line."""
+        self.stop()
+        display = self._ensure_display()
+        if not self.pristine.exists():
+            self._prepare()
+        shutil.rmtree(self.state, ignore_errors=True)
+        shutil.copytree(self.pristine, self.state, symlinks=True)
+        # Park the pointer where it hovers nothing, so hover effects cannot differ between resets.
+        display.move(self.geometry.width - 1, self.geometry.height - 1)
+        for proc in self.app.processes:
+            self._launch(proc, args if proc is self.app.processes[-1] else ())
+        frame, _ = self.settle()
+        ready = self.app.processes[-1].ready
+        if ready.painted:
+            # Some programs show their window black for seconds while they load (and may unmap
+            # it once more): a quiet black screen is not the settled first screen.
+            x1, y1, x2, y2 = ready.painted
+            deadline = time.monotonic() + ready.timeout
+            while int(frame.rgb[y1:y2, x1:x2].max()) <= 200:
+                if time.monotonic() > deadline:
+                    raise WaitTimeout(f"{self.app.name}: nothing drawn in {ready.painted} "
+                                      f"after {ready.timeout:g}s")
+                frame, _ = self.settle(since=frame)
+        return frame
+
+    def settle(self, since: Frame | None = None) -> tuple[Frame, bool]:
+        s = self.app.settle
+        return self.display.wait_settled(s.quiet, s.timeout, s.min_changed, since=since)
+
+    def stop(self) -> None:
+        """Kill every process of the program (not the display)."""
+        if self.devtools:
+            self.devtools.close()
+            self.devtools = None
+        self._kill(None, forget=True)
+
+    def kill(self, name: str | None = None) -> None:
+        """Kill the program (or one of its processes) as a crash would; used by tests."""
+        self._kill(name, forget=False)
+
+    def dead(self, quitting: frozenset[str] = frozenset()) -> str | None:
+        """Why the program is not running, or None when it is. A process in `quitting` (the
+        step asked the program to quit) may end with status 0."""
+        gone = self._display_gone()
+        if gone:
+            return gone
+        for name, code in self._exit_statuses().items():
+            if code is not None and not (code == 0 and name in quitting):
+                return f"{name} exited with status {code}"
+        return None
+
+    def close(self) -> None:
+        self.close_display()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def package_versions(self) -> dict[str, str]:
+        """Versions of the program's Debian packages where it runs (recorded with episodes)."""
+        if self._versions is None:
+            code, out = self._run(["dpkg-query", "-W", "-f", "${Package} ${Version}\\n",
+                                   *self.app.debian_packages], "/", {"PATH": "/usr/bin:/bin"}, 30)
+            found = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+            self._versions = {p: found.get(p, "not installed") for p in self.app.debian_packages}
+        return self._versions
+
+    # -- probe (conditions) -------------------------------------------------------------
+    def resolve(self, target: Target) -> Box | None:
+        g = self.geometry
+        if target.box is not None:
+            return Box(*target.box)
+        if target.box_percent is not None:
+            x1, y1, x2, y2 = target.box_percent
+            return Box(x1 / 100 * g.width, y1 / 100 * g.height, x2 / 100 * g.width, y2 / 100 * g.height)
+        if self.app.dom_port is None:
+            raise ValueError(f"{self.app.name} has no DOM: a selector target needs a browser program")
+        if self.devtools is None:
+            self.devtools = DevTools(self.ports[self.app.dom_port])
+        return self.devtools.element_box(target.selector, target.text)
+
+    def has_window(self, pattern: str) -> bool:
+        return self.display.has_window(pattern)
+
+    def http_get(self, url: str) -> requests.Response:
+        return self._http.get(self.render(url), timeout=5)
+
+    def state_glob(self, pattern: str) -> list[str]:
+        return glob.glob(str(self.state / self.render(pattern)))
+
+    def exit_status(self, process: str) -> int | None:
+        return self._exit_statuses().get(process)
+
+    # -- where things run: each backend implements these ---------------------------------
+    def _ensure_display(self) -> DisplaySession:
+        """The display, (re)started when it is gone."""
+        raise NotImplementedError
+
+    def _display_gone(self) -> str | None:
+        raise NotImplementedError
+
+    def _base_env(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _spawn(self, name: str, argv: list[str], cwd: str, env: dict[str, str], log: Path) -> None:
+        raise NotImplementedError
+
+    def _exit_statuses(self) -> dict[str, int | None]:
+        """Every process of the program with its exit status (None while it runs), in one look."""
+        raise NotImplementedError
+
+    def _kill(self, name: str | None, forget: bool) -> None:
+        """SIGKILL the process group of one process (or all) and wait for it; `forget`
+        drops it from the processes whose exit `dead()` reports."""
+        raise NotImplementedError
+
+    def _run(self, argv: list[str], cwd: str, env: dict[str, str], timeout: float) -> tuple[int | None, str]:
+        """Run a command to completion: (exit status, output tail)."""
+        raise NotImplementedError
+
+    def close_display(self) -> None:
+        raise NotImplementedError
+
+    def memory_bytes(self) -> int:
+        """Memory the program and its display use."""
+        raise NotImplementedError
+
+
+def base_environment() -> dict[str, str]:
+    """The environment a program starts from on this machine."""
+    env = dict(os.environ)
+    env.pop("WAYLAND_DISPLAY", None)
+    return env

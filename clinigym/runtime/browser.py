@@ -1,0 +1,130 @@
+"""Debian's Chromium as the window of a web program, and its DevTools endpoint on loopback."""
+from __future__ import annotations
+
+import json
+import shutil
+from itertools import count
+
+import requests
+import websocket
+
+from clinigym.core.errors import ProgramError
+from clinigym.core.geometry import Box
+
+# Flags that keep Chromium off the network (only loopback is reachable here),
+# free of first-run UI and infobars, and at a fixed geometry at (0, 0).
+CHROMIUM_FLAGS = (
+    "--no-sandbox", "--test-type", "--no-first-run", "--no-default-browser-check",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-quic", "--disable-gpu", "--disable-features=Translate,MediaRouter",
+    "--disable-session-crashed-bubble", "--password-store=basic", "--hide-crash-restore-bubble",
+    "--force-device-scale-factor=1", "--kiosk",
+)
+
+
+def chromium_binary() -> str:
+    return shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def chromium_command(url: str, profile: str, width: int, height: int, cdp_port: int | None) -> list[str]:
+    cmd = [chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+           "--window-position=0,0", f"--window-size={width},{height}", f"--app={url}"]
+    if cdp_port:
+        cmd += ["--remote-debugging-address=127.0.0.1", f"--remote-debugging-port={cdp_port}",
+                "--remote-allow-origins=*"]
+    return cmd
+
+
+_BOX_JS = """(() => {
+  const sel = %s, text = %s;
+  const visible = e => { const r = e.getBoundingClientRect();
+    const s = getComputedStyle(e);
+    return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none'; };
+  const els = Array.from(document.querySelectorAll(sel)).filter(visible)
+    .filter(e => text === null || (e.innerText || e.value || '').trim().includes(text));
+  if (!els.length) return null;
+  const r = els[0].getBoundingClientRect(), d = window.devicePixelRatio;
+  const ox = window.screenX + (window.outerWidth - window.innerWidth) / 2;
+  const oy = window.screenY + (window.outerHeight - window.innerHeight);
+  return [(ox + r.left) * d, (oy + r.top) * d, (ox + r.right) * d, (oy + r.bottom) * d];
+})()"""
+
+
+class DevToolsError(ProgramError):
+    """The browser's DevTools endpoint did not answer, or a page script failed (a page still loading)."""
+
+
+class DevTools:
+    """A minimal DevTools-protocol client for a browser's pages: evaluate JS, read element
+    boxes. Reads only: input always goes through X like for any desktop program.
+
+    A program may open a second window (a viewer): Chromium lists the page shown last
+    first, so `evaluate` runs there and `element_box` looks front to back."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self._ws: dict[str, websocket.WebSocket] = {}
+        self._ids = count(1)
+        self._http = requests.Session()
+        self._http.trust_env = False   # loopback: never through a proxy
+
+    def _pages(self) -> list[dict]:
+        targets = self._http.get(f"http://127.0.0.1:{self.port}/json", timeout=2).json()
+        pages = [t for t in targets if t.get("type") == "page"]
+        for gone in set(self._ws) - {p["id"] for p in pages}:
+            self._drop(gone)
+        return pages
+
+    def _drop(self, page_id: str) -> None:
+        ws = self._ws.pop(page_id, None)
+        if ws is not None:
+            try:
+                ws.close()
+            except (websocket.WebSocketException, OSError):
+                pass
+
+    def _call(self, page: dict, method: str, params: dict) -> dict:
+        msg_id = next(self._ids)
+        try:
+            ws = self._ws.get(page["id"])
+            if ws is None:
+                ws = self._ws[page["id"]] = websocket.create_connection(
+                    page["webSocketDebuggerUrl"], timeout=5, suppress_origin=True)
+            ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
+            while True:
+                reply = json.loads(ws.recv())
+                if reply.get("id") == msg_id:
+                    break
+        except (websocket.WebSocketException, OSError) as exc:
+            self._drop(page["id"])  # the page or browser went away; reconnect on the next call
+            raise DevToolsError(f"DevTools {method}: {type(exc).__name__}: {exc}") from None
+        if "error" in reply:
+            raise DevToolsError(f"DevTools {method}: {reply['error']}")
+        return reply["result"]
+
+    def _evaluate(self, page: dict, expression: str):
+        result = self._call(page, "Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in result:
+            raise DevToolsError(f"JS error: {result['exceptionDetails'].get('text')}")
+        return result["result"].get("value")
+
+    def evaluate(self, expression: str):
+        """Evaluate in the front page."""
+        pages = self._pages()
+        if not pages:
+            raise DevToolsError("DevTools: the browser shows no page")
+        return self._evaluate(pages[0], expression)
+
+    def element_box(self, selector: str, text: str | None = None) -> Box | None:
+        """Screen box of the first visible element matching `selector` (and containing `text`),
+        in the front-most page that has one."""
+        for page in self._pages():
+            value = self._evaluate(page, _BOX_JS % (json.dumps(selector), json.dumps(text)))
+            if value:
+                return Box(*value)
+        return None
+
+    def close(self) -> None:
+        for page_id in list(self._ws):
+            self._drop(page_id)
+        self._http.close()

@@ -1,0 +1,90 @@
+"""Numbered work folders and loopback ports for running programs, lowest free first.
+
+Programs show paths and addresses on screen (a file chooser's path bar, a viewer
+window's address bar). With random names, two runs of the same scenario would
+differ there, and a keyframe could not be compared with the live screen. So the
+n-th program of a kind that runs at the same time gets the same folder and the
+same ports every time: `/tmp/clinigym-<app>-<n>`, ports from a fixed block.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import socket
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from clinigym.core.errors import ProgramError
+from clinigym.spec.apps import PORT_BASE, PORTS_PER_BLOCK, PORTS_PER_SLOT, SLOTS
+
+ROOT = Path(tempfile.gettempdir())
+
+
+@dataclass(frozen=True)
+class Slot:
+    number: int
+    workdir: Path
+    ports: dict[str, int]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _owner_alive(folder: Path) -> bool:
+    try:
+        return pid_alive(int((folder / "owner").read_text()))
+    except (OSError, ValueError):
+        return False
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def slot_ports(port_block: int, slot: int, port_names: list[str]) -> dict[str, int]:
+    """The ports of the program's `slot`-th instance: fixed by its block (spec.apps)."""
+    base = PORT_BASE + port_block * PORTS_PER_BLOCK + slot * PORTS_PER_SLOT
+    return {name: base + i for i, name in enumerate(port_names)}
+
+
+def free_port() -> int:
+    """A free loopback port for a helper service (nothing on screen shows it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def claim(app: str, port_block: int | None, port_names: list[str]) -> Slot:
+    """The lowest slot whose folder is free (or left by a process that is gone) and whose
+    ports can be bound; its folder is created and owned by this process."""
+    if port_names and port_block is None:
+        raise ValueError(f"{app}: ports need a port block")
+    with open(ROOT / "clinigym-slots.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one claimer at a time, across processes
+        for n in range(SLOTS):
+            folder = ROOT / f"clinigym-{app}-{n}"
+            if folder.exists():
+                if _owner_alive(folder):
+                    continue
+                shutil.rmtree(folder, ignore_errors=True)
+            ports = slot_ports(port_block, n, port_names) if port_names else {}
+            if not all(_bindable(p) for p in ports.values()):
+                continue
+            folder.mkdir()
+            (folder / "owner").write_text(str(os.getpid()))
+            return Slot(n, folder, ports)
+    raise ProgramError(f"{app}: all {SLOTS} slots are taken (run `clinigym cleanup`?)")

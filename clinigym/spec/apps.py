@@ -1,0 +1,194 @@
+"""Programs as data: `containers/<app>/app.yaml`.
+
+A program file says which Debian packages it needs, which files make up its
+pristine state (pre-seeded preferences, configuration), how that state is
+prepared once (fixture studies indexed, uploaded), which processes run it and
+how each is known to be ready. Reset = kill the process groups, restore the
+pristine state, relaunch. Adding an X11 program needs only such a file, in any
+folder of the search path (`clinigym.spec.paths`).
+
+Ports: a program with ports declares its `port_block`, unique among all programs
+(checked at load), so that adding a program never moves another's ports (and so
+the addresses it shows on screen). Block b, slot n (the n-th instance running at
+once) gets ports `PORT_BASE + b * PORTS_PER_BLOCK + n * PORTS_PER_SLOT + i`.
+"""
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from clinigym.spec import paths
+from clinigym.spec.files import Spec, SpecError, parse, read_yaml
+
+SLOTS = 64                       # instances of one program at once
+PORTS_PER_SLOT = 10
+PORTS_PER_BLOCK = SLOTS * PORTS_PER_SLOT
+# Below Linux's ephemeral range (32768-60999), so that a port of a block is normally free
+# (one that is taken makes the claimer skip the slot): blocks 0-18.
+PORT_BASE = 20000
+PORT_BLOCKS = (32768 - PORT_BASE) // PORTS_PER_BLOCK
+BASE_VARS = ("STATE", "HOME", "FIXTURES", "MODALITIES", "DISPLAY", "APP_DIR", "SCREEN_WIDTH", "SCREEN_HEIGHT")
+_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
+
+
+class Ready(Spec):
+    """All the given conditions must hold, within `timeout` seconds."""
+    window: str | None = Field(None, description="regex matched against top-level window titles")
+    http: str | None = Field(None, description="URL that must answer 200")
+    dom: str | None = Field(None, description="CSS selector that must be visible (browser programs)")
+    painted: list[int] | None = Field(
+        None, min_length=4, max_length=4,
+        description="screen box [x1, y1, x2, y2] that the settled first screen must show drawn (a pixel "
+                    "brighter than 200): a window still black while the program loads is not settled")
+    timeout: float = 60.0
+
+
+class Process(Spec):
+    name: str
+    command: list[str] | None = None
+    browser: str | None = Field(None, description="URL opened in Debian's Chromium in app mode")
+    browser_flags: list[str] = Field([], description="extra Chromium switches for this program only "
+                                                     "(e.g. software WebGL)")
+    env: dict[str, str] = {}
+    cwd: str = "${STATE}"
+    ready: Ready = Ready()
+
+    @model_validator(mode="after")
+    def _one_launcher(self):
+        if (self.command is None) == (self.browser is None):
+            raise ValueError("give exactly one of `command` or `browser`")
+        if self.browser_flags and self.browser is None:
+            raise ValueError("`browser_flags` goes with `browser`")
+        return self
+
+
+class PrepareStep(Spec):
+    """Builds the pristine state once; the result is snapshotted and restored at every reset."""
+    run: list[str] | None = Field(None, description="command run to completion in ${STATE}")
+    start: str | None = Field(None, description="process started (and waited for) during preparation")
+    upload_dicom: str | None = Field(None, description="URL every fixture file is POSTed to")
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        if sum(v is not None for v in (self.run, self.start)) != 1:
+            raise ValueError("give exactly one of `run` or `start`")
+        if self.upload_dicom and not self.start:
+            raise ValueError("`upload_dicom` goes with `start`")
+        return self
+
+
+class NpmPackage(Spec):
+    """A pinned npm package (a web program's built files), fetched by clinigym.runtime.npm into the
+    cache and exposed to the program file as ${NPM_<KEY>}, the extracted package folder."""
+    package: str = Field(description="npm name, e.g. @ohif/app")
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+\S*$", description="exact version")
+    integrity: str = Field(pattern=r"^sha(256|384|512)-[A-Za-z0-9+/=]+$",
+                           description="SRI hash of the tarball, as the registry's dist.integrity")
+
+
+def npm_variable(key: str) -> str:
+    return f"NPM_{key.upper()}"
+
+
+class Settle(Spec):
+    quiet: float = Field(0.25, gt=0, description="seconds without change that mean settled")
+    timeout: float = Field(10.0, gt=0)
+    min_changed: int = Field(40, ge=0, description="changes of fewer pixels are ignored (carets)")
+
+
+class AppSpec(Spec):
+    name: str
+    title: str
+    description: str = ""
+    release: Literal["bookworm", "bullseye"] = Field(
+        "bookworm", description="Debian release the packages come from; other than the host's: Docker only")
+    debian_packages: list[str] = []
+    ports: list[str] = Field([], max_length=PORTS_PER_SLOT, description="loopback ports, as ${PORT_<NAME>}")
+    port_block: int | None = Field(None, ge=0, lt=PORT_BLOCKS,
+                                   description="this program's fixed block of ports (needed with ports)")
+    dom_port: str | None = Field(None, description="port name of Chromium's DevTools endpoint")
+    files: dict[str, str] = {}
+    npm: dict[str, NpmPackage] = Field({}, description="npm packages; each is ${NPM_<KEY>}")
+    prepare: list[PrepareStep] = []
+    processes: list[Process]
+    settle: Settle = Settle()
+    folder: Path = Field(exclude=True)
+
+    @field_validator("processes")
+    @classmethod
+    def _some(cls, v):
+        if not v:
+            raise ValueError("at least one process is needed")
+        return v
+
+    @model_validator(mode="after")
+    def _references(self):
+        names = {p.name for p in self.processes}
+        known = set(BASE_VARS) | {f"PORT_{p.upper()}" for p in self.ports}
+        known |= {npm_variable(k) for k in self.npm}
+        for key in self.npm:
+            if not re.fullmatch(r"[A-Za-z0-9_]+", key):
+                raise ValueError(f"npm key {key!r}: letters, digits and _ only (it names ${{NPM_<KEY>}})")
+        for i, step in enumerate(self.prepare):
+            if step.start and step.start not in names:
+                raise ValueError(f"prepare[{i}].start names no process: {step.start!r}")
+        if self.ports and self.port_block is None:
+            raise ValueError("a program with ports needs a port_block (unique among all programs)")
+        if self.dom_port and self.dom_port not in self.ports:
+            raise ValueError(f"dom_port {self.dom_port!r} is not in ports")
+        text = self.model_dump_json()
+        for var in _VAR.findall(text):
+            if var not in known:
+                raise ValueError(f"unknown variable ${{{var}}}; known: {', '.join(sorted(known))}")
+        return self
+
+    def process(self, name: str) -> Process:
+        return next(p for p in self.processes if p.name == name)
+
+
+def render(text: str, variables: dict[str, str]) -> str:
+    return _VAR.sub(lambda m: variables[m.group(1)], text)
+
+
+def _load(path: Path) -> AppSpec:
+    data = read_yaml(path)
+    data["folder"] = path.parent
+    spec = parse(AppSpec, data, path)
+    if spec.name != path.parent.name:
+        raise SpecError(path, "name", f"must equal the folder name {path.parent.name!r}")
+    return spec
+
+
+@cache
+def _programs(search: tuple[Path, ...]) -> dict[str, AppSpec]:
+    files = paths.program_files(search)
+    programs = {name: _load(path) for name, path in files.items()}
+    blocks: dict[int, str] = {}
+    for name, app in programs.items():
+        if app.port_block is None:
+            continue
+        if app.port_block in blocks:
+            other = blocks[app.port_block]
+            raise SpecError(files[name], "port_block", f"{app.port_block} is taken by {other} ({files[other]})")
+        blocks[app.port_block] = name
+    return programs
+
+
+def programs() -> dict[str, AppSpec]:
+    """Every program of the search path, by name (loaded and checked once per search path)."""
+    return _programs(paths.folders())
+
+
+def load_app(name: str) -> AppSpec:
+    found = programs()
+    if name not in found:
+        raise SpecError(name, "", f"no such program; known: {', '.join(sorted(found))}")
+    return found[name]
+
+
+def app_names() -> list[str]:
+    return sorted(programs())

@@ -1,0 +1,178 @@
+"""Scenarios as data: `scenarios/<app>/<id>.yaml`.
+
+A scenario is one task on one program: an overview, a start state (the
+program's pristine state plus unscored set-up actions), ordered steps (an
+instruction, the expected action, its target and the transition a correct
+action causes) and optional final state checks on the program itself.
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from clinigym.core.actions import STEP_ACTIONS
+from clinigym.spec import paths
+from clinigym.spec.apps import app_names
+from clinigym.spec.conditions import KINDS, Condition, Target
+from clinigym.spec.files import Spec, SpecError, parse, read_yaml
+
+StepAction = Literal[STEP_ACTIONS]  # type: ignore[valid-type]
+
+
+class MedspotRef(Spec):
+    software: str
+    task: int = Field(ge=0, description="index of the task in the MedSPOT annotation file")
+
+
+class _Acting(Spec):
+    action: StepAction
+    target: Target
+    end_target: Target | None = Field(None, description="drag: where the release must land")
+    text: str | None = Field(None, description="type: the text to type")
+
+    @model_validator(mode="after")
+    def _fields_for_action(self):
+        if self.action == "drag" and self.end_target is None:
+            raise ValueError("a drag step needs end_target")
+        if self.action != "drag" and self.end_target is not None:
+            raise ValueError("end_target is only for drag steps")
+        if self.action == "type" and not self.text:
+            raise ValueError("a type step needs text")
+        return self
+
+
+class SetupStep(Spec):
+    """An unscored action that brings the program to the scenario's start state,
+    or a key press; `until` is waited for afterwards."""
+    action: StepAction | Literal["key"]  # type: ignore[valid-type]
+    target: Target | None = None
+    end_target: Target | None = None
+    text: str | None = None
+    keys: str | None = None
+    until: Condition | None = None
+
+    @model_validator(mode="after")
+    def _fields(self):
+        if self.action == "key" and not self.keys:
+            raise ValueError("a key set-up step needs keys")
+        if self.action != "key" and self.target is None:
+            raise ValueError(f"a {self.action} set-up step needs a target")
+        return self
+
+
+class Step(_Acting):
+    instruction: str = Field(min_length=1)
+    transition: list[Condition] = Field(min_length=1, description="all hold after a correct action")
+
+    @field_validator("transition", mode="before")
+    @classmethod
+    def _listify(cls, v):
+        return [v] if isinstance(v, dict) else v
+
+
+class Scenario(Spec):
+    id: str
+    app: str
+    overview: str = Field(min_length=1)
+    medspot: MedspotRef | None = None
+    adaptation: str | None = Field(None, description="how the task differs from MedSPOT's build")
+    args: list[str] = Field([], description="extra arguments for the program's main process "
+                                             "(its own way to open files at start); globs expand")
+    setup: list[SetupStep] = []
+    steps: list[Step] = Field(min_length=1)
+    check: list[Condition] = Field([], description="final state checks on the program")
+    wall_clock: list[list[float]] = Field([], description="boxes (x1, y1, x2, y2 screen pixels) that show "
+                                                          "the time of day: `clinigym validate` leaves them out")
+    path: Path = Field(exclude=True)
+
+    @field_validator("app")
+    @classmethod
+    def _known_app(cls, v):
+        if v not in app_names():
+            raise ValueError(f"unknown program {v!r}; known: {', '.join(app_names())}")
+        return v
+
+    @field_validator("wall_clock")
+    @classmethod
+    def _boxes(cls, v):
+        for i, box in enumerate(v):
+            if len(box) != 4 or not (0 <= box[0] < box[2] and 0 <= box[1] < box[3]):
+                raise ValueError(f"[{i}]: a box is [x1, y1, x2, y2] with 0 <= x1 < x2 and 0 <= y1 < y2, not {box}")
+        return v
+
+    @model_validator(mode="after")
+    def _quit_last(self):
+        # After a quit there is no program left to act on or to check.
+        for i, step in enumerate(self.steps[:-1]):
+            if any(c.exited for c in step.transition):
+                raise ValueError(f"steps[{i}]: `exited` belongs only in the last step's transition")
+        if any(c.exited for c in self.check) or any(s.until and s.until.exited for s in self.setup):
+            raise ValueError("`exited` belongs only in the last step's transition")
+        for i, c in enumerate(self.check):
+            if KINDS[c.kind].needs_frames:
+                raise ValueError(f"check[{i}]: `{c.kind}` compares the screen before and after an action; "
+                                 "a final check has no action")
+        return self
+
+    @property
+    def key(self) -> str:
+        return f"{self.app}/{self.id}"
+
+    @property
+    def gym_id(self) -> str:
+        return f"clinigym/{self.app}-{self.id}-v0"
+
+
+@cache
+def load_scenario(path: Path) -> Scenario:
+    path = Path(path).resolve()
+    data = read_yaml(path)
+    if data.get("id", path.stem) != path.stem:
+        raise SpecError(path, "id", f"must equal the file name {path.stem!r} (or be left out)")
+    data["id"] = path.stem
+    data["path"] = path
+    scenario = parse(Scenario, data, path)
+    named = re.match(r"medspot-(\d+)-", path.stem)
+    if named and (scenario.medspot is None or scenario.medspot.task != int(named.group(1))):
+        raise SpecError(path, "medspot", f"the name says MedSPOT task {int(named.group(1))}: "
+                        "give `medspot: {software: ..., task: " + str(int(named.group(1))) + "}`")
+    if path.parent.name != scenario.app and path.parent.parent in paths.scenario_roots():
+        raise SpecError(path, "app", f"is {scenario.app!r} but the file is under scenarios/{path.parent.name}/")
+    return scenario
+
+
+def scenario_paths() -> list[Path]:
+    """Every scenario file of the search path (`clinigym.spec.paths`)."""
+    return paths.scenario_files()
+
+
+def all_scenarios() -> list[Scenario]:
+    return [load_scenario(p) for p in scenario_paths()]
+
+
+def first_per_program(scenarios: list[Scenario], n: int) -> list[Scenario]:
+    """The first `n` scenarios of every program, by id (a quick cross-section of the library)."""
+    seen: dict[str, int] = {}
+    chosen = []
+    for s in sorted(scenarios, key=lambda s: s.key):
+        seen[s.app] = seen.get(s.app, 0) + 1
+        if seen[s.app] <= n:
+            chosen.append(s)
+    return chosen
+
+
+def select(pattern: str = "*") -> list[Scenario]:
+    """Scenarios whose key (`app/id`) or path matches the glob; a path to a file works too."""
+    path = Path(pattern)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        return [load_scenario(path)]
+    found = [s for s in all_scenarios() if fnmatch.fnmatch(s.key, pattern)
+             or fnmatch.fnmatch(str(s.path), pattern) or fnmatch.fnmatch(s.app, pattern)]
+    if not found:
+        raise SpecError(pattern, "", "no scenario matches")
+    return found

@@ -1,0 +1,169 @@
+"""The environment on the real programs: real Xvfb, real Orthanc + Chromium,
+real DICOMscope and Aeskulap. Nothing here is simulated."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from clinigym.core.judge import failure_type
+from clinigym.envs import PUBLIC_INFO, ground_truth
+from clinigym.envs.live import LiveEnv
+from clinigym.recording import read_episode
+from clinigym.spec.scenarios import all_scenarios
+from conftest import judged, oracle
+from subset import representative
+
+pytestmark = pytest.mark.live
+SCENARIOS = all_scenarios()
+APPS = sorted({s.app for s in SCENARIOS})
+
+
+def first_scenario(app):
+    return next(s for s in SCENARIOS if s.app == app)
+
+
+@pytest.mark.parametrize("scenario", representative(SCENARIOS))
+def test_oracle_completes_scenario(scenario, backends, tmp_path):
+    env = LiveEnv(scenario, backend=backends(scenario.app), record_dir=tmp_path, agent_name="oracle")
+    agent = oracle(env)
+    obs, info = env.reset(seed=0)
+    rewards = []
+    while True:
+        before = obs["screenshot"]
+        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+        rewards.append(reward)
+        record = judged(env)
+        assert record.correct, record
+        assert record.transition_seen is True
+        assert set(info) <= set(PUBLIC_INFO)
+        # A correct action really changed what the agent sees next.
+        assert not np.array_equal(before, obs["screenshot"])
+        if terminated or truncated:
+            break
+    assert terminated and not truncated and info["end_reason"] == "completed"
+    assert rewards == [1.0] * len(scenario.steps)
+    if scenario.check:
+        assert record.final_check is True
+    episode = read_episode(next(tmp_path.iterdir()))
+    assert episode.status == "complete"
+    assert len(episode.steps) == len(scenario.steps)
+    env.close()
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_wrong_click_ends_episode_with_protocol_failure(app, backends, tmp_path):
+    scenario = first_scenario(app)
+    env = LiveEnv(scenario, backend=backends(app), record_dir=tmp_path)
+    obs, info = env.reset(seed=0)
+    # Step 1 right, then a click far from step 2's target (the opposite corner region).
+    obs, reward, terminated, _, info = env.step(oracle(env).act(obs, info))
+    assert reward == 1.0 and not terminated
+    box = ground_truth(env).target()  # the live target of step 2
+    h, w = obs["screenshot"].shape[:2]
+    point = (w * 0.5, h * 0.9) if box.center[1] < h / 2 else (w * 0.5, h * 0.3)
+    obs, reward, terminated, truncated, info = env.step({"type": "click", "x": point[0], "y": point[1]})
+    assert reward == 0.0 and terminated and not truncated and info["end_reason"] == "incorrect action"
+    record = judged(env)
+    assert not record.hit and not record.correct and record.step == 1
+    assert record.failure == failure_type(point, box, w, h)
+    assert "failure" not in info and "hit" not in info
+    rec = read_episode(next(tmp_path.iterdir()))
+    assert [s.correct for s in rec.steps] == [True, False]
+    assert rec.status == "failed"
+    env.close()
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_two_resets_same_first_screenshot(app, backends):
+    env = LiveEnv(first_scenario(app), backend=backends(app))
+    first, _ = env.reset(seed=1)
+    env.step(oracle(env).act(first, {}))   # change the program's state in between
+    second, _ = env.reset(seed=2)
+    assert np.array_equal(first["screenshot"], second["screenshot"])
+    env.close()
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_out_of_image_action_reported_not_raised(app, backends):
+    env = LiveEnv(first_scenario(app), backend=backends(app))
+    obs, info = env.reset(seed=0)
+    w, h = info["coordinates"]["observation_size"]
+    obs, reward, terminated, truncated, info = env.step({"type": "click", "x": w + 5, "y": 10})
+    assert "outside" in info["invalid_action"]
+    assert judged(env).failure == "no_prediction" and reward == 0.0 and terminated
+    obs, info = env.reset(seed=0)
+    obs, _, _, _, info = env.step("not an action")
+    assert info["invalid_action"] and judged(env).failure == "no_prediction"
+    env.close()
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_killed_program_truncates_and_reset_recovers(app, backends, tmp_path):
+    backend = backends(app)
+    env = LiveEnv(first_scenario(app), backend=backend, record_dir=tmp_path)
+    agent = oracle(env)
+    obs, info = env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+    assert reward == 1.0 and not (terminated or truncated)
+    backend.kill()   # as a crash would
+    obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+    assert truncated and not terminated and reward == 0.0
+    assert info["end_reason"].startswith("the program stopped:") and "exited" in info["end_reason"]
+    assert "exited" in judged(env).truncated_reason and judged(env).failure == "app_crashed"
+    rec = read_episode(next(tmp_path.iterdir()))
+    assert len(rec.steps) == 2 and rec.status == "truncated"
+    obs, info = env.reset(seed=0)      # self-healing: back to the pristine program
+    obs, reward, _, _, info = env.step(agent.act(obs, info))
+    assert reward == 1.0
+    env.close()
+
+
+def test_check_env_passes():
+    import gymnasium as gym
+    scenario = first_scenario("dicomscope" if "dicomscope" in APPS else APPS[0])
+    env = gym.make(scenario.gym_id)
+    check_env(env.unwrapped)
+    env.close()
+
+
+def test_observation_scaling_contract(backends):
+    """A smaller observation: points are observation pixels, scaled once to the screen."""
+    scenario = first_scenario(APPS[0])
+    env = LiveEnv(scenario, backend=backends(scenario.app), observation_size=(960, 540))
+    obs, info = env.reset(seed=0)
+    assert obs["screenshot"].shape == (540, 960, 3)
+    assert info["coordinates"]["scale"] == [2.0, 2.0]
+    obs, reward, *_ , info = env.step(oracle(env).act(obs, info))
+    assert reward == 1.0
+    env.close()
+
+
+CHECKED = [s for s in SCENARIOS if s.check]
+
+
+@pytest.mark.parametrize("scenario", representative(CHECKED))
+def test_state_check_fails_on_untouched_start(scenario, backends):
+    """A state check that already holds at the start could not tell a done task from an undone one."""
+    from clinigym.spec.conditions import holds
+    env = LiveEnv(scenario, backend=backends(scenario.app))
+    env.reset(seed=0)
+    assert not all(holds(c, env.backend) for c in scenario.check)
+    env.close()
+
+
+@pytest.mark.parametrize("scenario", representative(SCENARIOS))
+def test_random_agent_does_not_complete(scenario, backends):
+    """The chance baseline: uniform random clicks (two seeds) do not complete a scenario."""
+    from clinigym.run.runner import agent_for
+    env = LiveEnv(scenario, backend=backends(scenario.app), agent_name="random")
+    for seed in (0, 1):
+        agent = agent_for(env, "random", seed)
+        obs, info = env.reset(seed=seed)
+        while True:
+            obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+            if terminated or truncated:
+                break
+        assert not truncated, info.get("end_reason")
+        assert info["end_reason"] != "completed", seed
+    env.close()

@@ -1,0 +1,130 @@
+"""`clinigym report`: real recorded runs (the static keyframe environment on MedSPOT's
+Orthanc and DICOMscope tasks, with placeholder keyframes) reported, and the page opened
+in a real headless Chromium (Debian's, driven by Playwright): it renders, every image
+loads, nothing is fetched from anywhere but the report folder, no console error."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+from clinigym.envs import ground_truth
+from clinigym.envs.static import StaticEnv
+from clinigym.eval import report
+from clinigym.runtime.browser import chromium_binary
+from clinigym.spec.medspot import read_dataset, write_dataset
+from conftest import ANNOTATIONS
+
+SIZE = (320, 180)
+SOFTWARE = ("Orthanc", "DICOMscope")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+# Set to a path (e.g. docs/report.png) to keep the screenshot the test takes of the page.
+SCREENSHOT_ENV = "CLINIGYM_REPORT_SCREENSHOT"
+
+
+def _keyframe(path: Path, seed: int) -> None:
+    """A placeholder screen: a title bar, a toolbar, a side panel and a dark viewport."""
+    shade = seed % 60
+    img = Image.new("RGB", SIZE, (228 - shade // 3, 230, 234))
+    d = ImageDraw.Draw(img)
+    d.rectangle([0, 0, SIZE[0], 12], fill=(60, 70, 90))
+    d.rectangle([0, 13, SIZE[0], 26], fill=(205, 208, 214))
+    for i in range(8):
+        d.rectangle([4 + 18 * i, 15, 17 + 18 * i, 24], fill=(150 + 10 * (i % 3), 160, 175))
+    d.rectangle([0, 27, 70, SIZE[1]], fill=(240, 241, 244))
+    d.rectangle([74, 30, SIZE[0] - 4, SIZE[1] - 4], fill=(20 + shade, 22, 28))
+    d.ellipse([150, 60, 240, 150], fill=(120 + shade, 120 + shade, 120 + shade))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img.save(path)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two recorded runs: the oracle, and a scripted agent (right or random on the first step,
+    random or out of the image afterwards: correct, wrong and no-prediction steps)."""
+    root = tmp_path_factory.mktemp("report")
+    dataset = root / "dataset"
+    tasks = [t for t in read_dataset(ANNOTATIONS) if t.software in SOFTWARE]
+    write_dataset(tasks, dataset)
+    for i, path in enumerate(sorted({s.image_path for t in tasks for s in t.steps})):
+        _keyframe(dataset / path, i * 7)
+    rng = np.random.default_rng(0)
+
+    def scripted(env, obs):
+        u = rng.random()
+        if obs["step"] == 0 and u < 0.5:
+            return ground_truth(env).action()
+        if u < 0.8:
+            return {"type": "click", "x": int(rng.integers(SIZE[0])), "y": int(rng.integers(SIZE[1]))}
+        return "click(400, 10)"    # outside the observation: invalid, scored no_prediction
+
+    made = []
+    for name, agent, policy in (("oracle-run", "oracle", lambda e, obs: ground_truth(e).action()),
+                                ("scripted-run", "scripted", scripted)):
+        run_dir = root / name
+        env = StaticEnv(dataset, observation_size=SIZE, record_dir=run_dir / "episodes", agent_name=agent)
+        for _ in env.tasks:
+            obs, _ = env.reset()
+            done = False
+            while not done:
+                obs, _, term, trunc, _ = env.step(policy(env, obs))
+                done = term or trunc
+        env.close()
+        made.append(run_dir)
+    return made
+
+
+@pytest.fixture(scope="module")
+def built(runs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out") / "report"
+    page = report.build_report(runs, out)
+    return page, json.loads((out / "report.json").read_text())
+
+
+def test_report_renders_in_chromium(built, tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    if not Path(chromium_binary()).exists():
+        pytest.skip("Debian's chromium is not installed")
+    page_path, data = built
+    html = page_path.read_text()
+    assert not re.search(r"https?://|<script|<link[^>]+stylesheet", html)
+    console, errors, requests = [], [], []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_binary(), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("console", lambda m: console.append((m.type, m.text)))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("requestfailed", lambda r: errors.append(f"failed: {r.url}"))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(page_path.as_uri(), wait_until="load")
+            metrics = page.inner_text("table.metrics")
+            images = page.evaluate("""Array.from(document.images).map(i =>
+                ({src: i.getAttribute('src'), complete: i.complete, w: i.naturalWidth}))""")
+            charts = page.evaluate("Array.from(document.querySelectorAll('svg.chart')).map(s => "
+                                   "[s.getBoundingClientRect().width, s.querySelectorAll('rect').length])")
+            shot = Path(os.environ.get(SCREENSHOT_ENV) or tmp_path / "report.png")
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shot), full_page=bool(os.environ.get(SCREENSHOT_ENV)))
+        finally:
+            browser.close()
+    assert not errors
+    assert not [m for m in console if m[0] in ("error", "warning")], console
+    assert all(u.startswith((page_path.parent.as_uri(), "data:")) for u in requests), requests
+    for run in data["runs"]:
+        assert run["label"] in metrics
+        assert f"{100 * run['summary']['tca']:.1f}%" in metrics
+    expected = sum(1 + bool(e.get("zoom")) for r in data["runs"] for e in r["gallery"])
+    assert len(images) == expected and all(i["complete"] and i["w"] > 0 for i in images), \
+        [i for i in images if not i["w"]]
+    assert len(charts) == 3 and all(w > 100 and n >= 2 for w, n in charts), charts
+    with Image.open(shot) as img:
+        assert img.width == 1400 and len(img.convert("L").getcolors(1 << 16) or ()) > 50
+
+

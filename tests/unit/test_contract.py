@@ -1,0 +1,102 @@
+"""The pieces of the environment contract that need no program: the agent registry (only
+the oracle is given ground truth), the action registry used everywhere, the condition
+registry, the public info keys, bounded waiting that lets bugs through, phase timings."""
+from __future__ import annotations
+
+import os
+import typing
+
+import pytest
+
+from clinigym.agents import AGENTS, make_agent
+from clinigym.core.actions import ACTION_TYPES, STEP_ACTIONS
+from clinigym.core.context import AgentContext
+from clinigym.core.errors import Abort, ProgramError, SpecError
+from clinigym.core.timing import Timings
+from clinigym.envs.base import PUBLIC_INFO, ScreenEnv
+from clinigym.envs.spaces import action_space
+from clinigym.runtime import display
+from clinigym.runtime.waiting import poll
+from clinigym.spec import conditions
+from clinigym.spec.scenarios import StepAction, load_scenario
+
+CONTEXT = AgentContext((320, 180), "orthanc")
+
+
+def test_only_the_oracle_is_given_ground_truth():
+    assert [n for n, e in AGENTS.items() if e.privileged] == ["oracle"]
+    with pytest.raises(ValueError, match="needs the environment's ground truth"):
+        make_agent("oracle", CONTEXT)
+    secret = object()
+    agent = make_agent("random", CONTEXT, 0, privileged=secret)
+    assert all(v is not secret for v in vars(agent).values())
+    assert make_agent("oracle", CONTEXT, privileged=secret).truth is secret
+
+
+def test_every_agent_option_has_its_own_flag():
+    flags = [o.flag for e in AGENTS.values() for o in e.options]
+    assert len(flags) == len(set(flags)) and all(f.startswith("--") for f in flags)
+
+
+def test_one_action_registry_everywhere():
+    assert ACTION_TYPES == ("click", "double_click", "right_click", "drag", "hover", "type", "scroll", "key")
+    assert action_space(10, 10)["type"].n == len(ACTION_TYPES)
+    assert tuple(display._PERFORM) == ACTION_TYPES          # the display can produce every type
+    assert typing.get_args(StepAction) == STEP_ACTIONS == ACTION_TYPES[:6]
+
+
+def test_condition_kinds_are_one_table():
+    assert set(conditions.KINDS) == {"window", "no_window", "dom_visible", "dom_hidden", "changed", "http",
+                                     "file_exists", "no_file", "file_contains", "exited"}
+    fields = set(conditions.Condition.model_fields)
+    assert fields == set(conditions.KINDS) | {"text"}
+    cond = conditions.Condition(dom_visible="#x", text="OK")
+    assert (cond.kind, cond.value, cond.describe()) == ("dom_visible", "#x", "dom_visible: #x (text 'OK')")
+    with pytest.raises(ValueError, match="text goes with dom_visible or dom_hidden"):
+        conditions.Condition(window="x", text="y")
+
+
+def test_a_screen_comparison_is_not_a_final_check(tmp_path):
+    path = tmp_path / "bad-check.yaml"
+    path.write_text("""app: dicomscope
+overview: Flip.
+steps:
+  - {instruction: Flip., action: click, target: {box: [0, 0, 9, 9]}, transition: {changed: {box: [0, 0, 9, 9]}}}
+check:
+  - {changed: {box: [0, 0, 9, 9]}}
+""")
+    with pytest.raises(SpecError, match=r"check\[0\]: `changed` compares the screen before and after an action"):
+        load_scenario(path)
+
+
+def test_info_holds_only_the_public_keys():
+    env = ScreenEnv()
+    info = env._info(0, 3, {"space": "observation_pixels"}, invalid_action=None, end_reason=None)
+    assert info == {"mode": "steps", "step": 0, "n_steps": 3, "coordinates": {"space": "observation_pixels"},
+                    "invalid_action": None}
+    assert set(info) <= set(PUBLIC_INFO)
+    with pytest.raises(KeyError, match="target_box"):
+        env._info(0, 3, {}, target_box=[1, 2, 3, 4])
+
+
+def test_poll_counts_a_program_not_ready_but_lets_a_bug_through():
+    calls = []
+
+    def refused():
+        calls.append(1)
+        raise ConnectionRefusedError("not yet")
+    assert poll(refused, timeout=0.1, interval=0.02) is None and len(calls) > 1
+    assert poll(lambda: (_ for _ in ()).throw(ProgramError("page loading")), timeout=0.05) is None
+    with pytest.raises(TypeError):
+        poll(lambda: None + 1, timeout=5)          # a bug: raised at once, not waited out
+    with pytest.raises(Abort):
+        poll(lambda: (_ for _ in ()).throw(Abort("cannot happen")), timeout=5)
+
+
+def test_timings_add_up_per_phase():
+    t = Timings()
+    for _ in range(2):
+        with t.phase("settle"):
+            os.getpid()
+    done = t.done()
+    assert set(done) == {"settle", "total"} and 0 <= done["settle"] <= done["total"]

@@ -1,0 +1,47 @@
+"""Numbered work folders and ports: lowest free first, stale ones reclaimed (real folders,
+real sockets, real processes)."""
+from __future__ import annotations
+
+import socket
+import subprocess
+
+import pytest
+
+from clinigym.runtime import slots
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    monkeypatch.setattr(slots, "ROOT", tmp_path)
+    return tmp_path
+
+
+def test_lowest_free_and_ports(root):
+    a = slots.claim("viewer", 3, ["http", "cdp"])
+    b = slots.claim("viewer", 3, ["http", "cdp"])
+    assert (a.number, a.workdir, a.ports) == (0, root / "clinigym-viewer-0", {"http": 21920, "cdp": 21921})
+    assert (b.number, b.ports) == (1, {"http": 21930, "cdp": 21931})
+    (a.workdir / "owner").unlink()          # a folder without a live owner is free again
+    assert slots.claim("viewer", 3, ["http"]).number == 0
+
+
+def test_folder_of_a_process_that_is_gone_is_reclaimed(root):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = root / "clinigym-viewer-0"
+    stale.mkdir()
+    (stale / "owner").write_text(str(gone.pid))
+    (stale / "leftover").write_text("x")
+    slot = slots.claim("viewer", 0, [])
+    assert slot.number == 0 and not (slot.workdir / "leftover").exists()
+
+
+def test_live_owner_and_taken_port_skip_the_slot(root):
+    live = root / "clinigym-viewer-0"
+    live.mkdir()
+    with subprocess.Popen(["sleep", "30"]) as proc:
+        (live / "owner").write_text(str(proc.pid))
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", slots.PORT_BASE + 10))   # slot 1's first port
+            assert slots.claim("viewer", 0, ["http"]).number == 2
+        proc.kill()

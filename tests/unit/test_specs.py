@@ -1,0 +1,87 @@
+"""Malformed program and scenario files fail at load with the file, the field and the problem."""
+from pathlib import Path
+
+import pytest
+
+from clinigym.spec.apps import app_names, load_app
+from clinigym.spec.files import SpecError
+from clinigym.spec.scenarios import all_scenarios, first_per_program, load_scenario
+
+GOOD = """
+app: orthanc
+overview: Open the patient list.
+steps:
+  - instruction: Click on 'All patients'.
+    action: click
+    target: {selector: "a[href='#find-patients']"}
+    transition: {dom_visible: "#find-patients.ui-page-active"}
+"""
+
+
+def write(tmp_path: Path, text: str, name="case.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_every_shipped_file_loads():
+    assert {"orthanc", "dicomscope", "aeskulap"} <= set(app_names())
+    for name in app_names():
+        assert load_app(name).name == name
+    scenarios = all_scenarios()
+    for app in ("orthanc", "dicomscope", "aeskulap"):
+        assert len([s for s in scenarios if s.app == app]) >= 3, app
+    # MedSPOT's tasks have 1 to 10 steps; so do the scenarios that reproduce them.
+    assert all(1 <= len(s.steps) <= 10 for s in scenarios)
+
+
+def test_good_scenario_loads(tmp_path):
+    s = load_scenario(write(tmp_path, GOOD))
+    assert s.id == "case" and s.steps[0].action == "click"
+
+
+@pytest.mark.parametrize("old,new,field,problem", [
+    ("action: click", "action: clack", "steps[0].action", "Input should be"),
+    ("target: {selector: \"a[href='#find-patients']\"}", "target: {}", "steps[0].target", "exactly one of"),
+    ("target: {selector: \"a[href='#find-patients']\"}", "target: {box: [10, 10, 5, 20]}",
+     "steps[0].target", "x1 < x2"),
+    ("    transition: {dom_visible: \"#find-patients.ui-page-active\"}\n", "", "steps[0].transition",
+     "Field required"),
+    ("app: orthanc", "app: nosuchapp", "app", "unknown program"),
+    ("overview: Open the patient list.", "overview: Open.\ncolour: red", "colour", "unknown field"),
+    ("    action: click", "    action: drag", "steps[0]", "needs end_target"),
+    ("overview: Open the patient list.", "overview: Open.\nwall_clock: [[10, 10, 5, 20]]", "wall_clock",
+     "[0]: a box is [x1, y1, x2, y2] with 0 <= x1 < x2"),
+    ("overview: Open the patient list.", "overview: Open.\nwall_clock: [[0, 0, 5, 20], [1, 2, 3]]", "wall_clock",
+     "[1]: a box is"),
+])
+def test_malformed_scenario_names_file_field_problem(tmp_path, old, new, field, problem):
+    assert old in GOOD
+    path = write(tmp_path, GOOD.replace(old, new))
+    with pytest.raises(SpecError) as err:
+        load_scenario(path)
+    assert err.value.path == str(path.resolve())
+    assert err.value.field == field
+    assert problem in err.value.problem
+    assert str(path.resolve()) in str(err.value) and field in str(err.value)
+
+
+def test_not_yaml(tmp_path):
+    path = write(tmp_path, "app: [unclosed\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_scenario(path)
+
+
+def test_steps_missing(tmp_path):
+    path = write(tmp_path, "app: orthanc\noverview: x\nsteps: []\n")
+    with pytest.raises(SpecError) as err:
+        load_scenario(path)
+    assert err.value.field == "steps"
+
+
+def test_first_per_program():
+    every = all_scenarios()
+    picked = first_per_program(every, 2)
+    for app in {s.app for s in every}:
+        keys = sorted(s.key for s in every if s.app == app)
+        assert [s.key for s in picked if s.app == app] == keys[:2]
