@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 from clinigym.cli import main as cli
+from clinigym.core.errors import SpecError
 from clinigym.envs.live import LiveEnv
 from clinigym.recording import read_episode
 from clinigym.runtime.backends import make_backend
@@ -221,7 +222,7 @@ def test_image_build_is_cached():
 
 
 def test_local_backend_refuses_a_program_of_another_release():
-    with pytest.raises(RuntimeError, match="bullseye.*--backend docker"):
+    with pytest.raises(SpecError, match="release: itksnap needs Debian bullseye.*--backend docker"):
         LocalBackend(load_app("itksnap"))
 
 

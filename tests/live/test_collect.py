@@ -103,7 +103,6 @@ def test_agreement_command(tmp_path, capsys):
 
 
 def test_cli_has_the_commands():
-    from clinigym.cli import build_parser
     parser = build_parser()
     for argv in (["collect", "--help"], ["agreement", "--help"]):
         with pytest.raises(SystemExit) as exit_:

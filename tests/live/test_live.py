@@ -167,3 +167,28 @@ def test_random_agent_does_not_complete(scenario, backends):
         assert not truncated, info.get("end_reason")
         assert info["end_reason"] != "completed", seed
     env.close()
+
+
+def test_a_reset_that_had_to_retry_records_its_first_cause(backends, tmp_path, monkeypatch):
+    """The program is killed while it starts (a real crash of the real program): the reset
+    retries from a new display, and says why in info and in the episode record."""
+    backend = backends("dicomscope")
+    env = LiveEnv(first_scenario("dicomscope"), backend=backend, record_dir=tmp_path)
+    real_wait = backend._wait_ready
+    crashed = []
+
+    def crash_once(proc):
+        if not crashed:
+            crashed.append(proc.name)
+            backend.kill(proc.name)
+        return real_wait(proc)
+    monkeypatch.setattr(backend, "_wait_ready", crash_once)
+    obs, info = env.reset(seed=0)
+    assert crashed and info["reset_retry"].startswith("ProgramDied: ") and "exited" in info["reset_retry"]
+    obs, reward, *_ = env.step(oracle(env).act(obs, info))
+    assert reward == 1.0
+    env.close()
+    assert read_episode(next(tmp_path.iterdir())).header.reset_retry == info["reset_retry"]
+    obs, info = env.reset(seed=0)
+    assert "reset_retry" not in info
+    env.close()

@@ -76,7 +76,7 @@ def test_failed_episode_replays_with_the_same_failure(backends, tmp_path, capsys
     assert report.all_match, report
     failed = report.steps[1]
     assert failed.live == failed.recorded and failed.live.correct is False
-    assert failed.live.failure == episode.steps[1]["failure"] is not None
+    assert failed.live.failure == episode.steps[1].failure is not None
     # The command: exit 0 when everything reproduces (it starts its own program).
     assert cli("replay", str(folder), "--json") == 0
     [data] = json.loads(capsys.readouterr().out)
