@@ -9,6 +9,8 @@ program), closed at the end."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 # CLINIGYM_MEDSPOT points elsewhere.
 ANNOTATIONS = Path(os.environ.get("CLINIGYM_MEDSPOT", REPO.parent / "shared" / "medspot" / "annotations"))
 TIERS = {"live": ("live",), "docker": ("live", "docker")}
+# Fixtures shared by tests of two tiers.
+pytest_plugins = ["report_runs"]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -55,3 +59,28 @@ def judged(env):
     """The judged record of the environment's last step (privileged: tests and tools only)."""
     from clinigym.envs import ground_truth
     return ground_truth(env).last_record()
+
+
+def cli(*argv: str) -> int:
+    """The `clinigym` command, in this process: its exit status."""
+    from clinigym.cli.main import build_parser
+    args = build_parser().parse_args(list(argv))
+    return args.func(args)
+
+
+def clinigym(*args, check=True) -> subprocess.CompletedProcess:
+    """The `clinigym` command in a process of its own."""
+    done = subprocess.run([sys.executable, "-m", "clinigym.cli", *args], capture_output=True, text=True,
+                          timeout=600)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="session")
+def modality_files(tmp_path_factory) -> dict[str, list[Path]]:
+    """The modality studies (${MODALITIES}) written once, by key: their files in order."""
+    from clinigym.runtime.fixtures import MODALITY_STUDIES, write_studies
+    folder = tmp_path_factory.mktemp("modalities")
+    write_studies(folder, MODALITY_STUDIES)
+    return {s.key: sorted((folder / s.key).glob("*.dcm")) for s in MODALITY_STUDIES}

@@ -1,19 +1,13 @@
 """The `clinigym` command on the real programs."""
 import json
-import subprocess
-import sys
 
 import pytest
+
+from conftest import clinigym
 
 KEYS = {"tca", "s1a", "shr", "shr_attempted", "wps", "wps_norm", "n_tasks", "failures", "per_app"}
 
 
-def clinigym(*args, check=True):
-    done = subprocess.run([sys.executable, "-m", "clinigym.cli", *args], capture_output=True, text=True,
-                          timeout=600)
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
 
 
 def test_apps_lists_runnable_programs():

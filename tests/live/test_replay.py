@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from clinigym.cli.main import build_parser
 from clinigym.envs import ground_truth
 from clinigym.envs.live import LiveEnv
 from clinigym.eval.replay import DEFAULT_THRESHOLD, replay_episode
 from clinigym.recording import read_episode
 from clinigym.spec.scenarios import all_scenarios
+from conftest import cli
 
 SCENARIOS = {s.key: s for s in all_scenarios()}
 ORTHANC, DICOMSCOPE = "orthanc/open-patient-study", "dicomscope/medspot-09-view-image"
@@ -37,9 +37,6 @@ def record(key: str, backend, out: Path, wrong_at: int | None = None) -> Path:
     return next(out.iterdir())
 
 
-def cli(*argv: str) -> int:
-    args = build_parser().parse_args(list(argv))
-    return args.func(args)
 
 
 @pytest.fixture(scope="module")

@@ -11,21 +11,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clinigym.cli.main import build_parser
 from clinigym.envs import ground_truth
 from clinigym.envs.live import LiveEnv
 from clinigym.eval.export import to_medspot
 from clinigym.eval.validate import validate_dataset, validate_task
 from clinigym.spec.medspot import read_dataset
 from clinigym.spec.scenarios import all_scenarios, select
+from conftest import cli
 
 SCENARIOS = {s.key: s for s in all_scenarios()}
 ORTHANC, DICOMSCOPE = "orthanc/open-patient-study", "dicomscope/medspot-09-view-image"
 
 
-def cli(*argv: str) -> int:
-    args = build_parser().parse_args(list(argv))
-    return args.func(args)
 
 
 def record_oracle(scenario, backend, run: Path) -> None:

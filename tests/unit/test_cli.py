@@ -1,23 +1,21 @@
 """The `clinigym` command on the real programs."""
 import json
-import subprocess
-import sys
 
 import pytest
 
-
-def clinigym(*args, check=True):
-    done = subprocess.run([sys.executable, "-m", "clinigym.cli", *args], capture_output=True, text=True,
-                          timeout=600)
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
+from conftest import clinigym
 
 
-@pytest.mark.parametrize("sub", ["apps", "scenarios", "run", "score", "bench", "export", "report",
-                                 "replay", "validate", "agents"])
-def test_help_everywhere(sub):
-    assert "usage: clinigym" in clinigym(sub, "--help").stdout
+@pytest.mark.parametrize("sub, flags", [
+    ("apps", ["--json"]), ("scenarios", ["--json"]), ("run", ["--agent", "--model-family", "--checkpoint"]),
+    ("score", ["--predictions"]), ("bench", ["--backends"]), ("export", ["--medspot"]), ("report", ["--out"]),
+    ("replay", ["--threshold", "--json"]), ("validate", ["--scenario-map", "--json"]), ("agents", ["--json"]),
+    ("coverage", ["--json"]), ("shape", ["--per-program"]), ("images", ["--force"]), ("cleanup", ["--all"]),
+    ("view", ["--duration"]), ("collect", ["--review"]), ("agreement", ["--threshold"])])
+def test_help_everywhere(sub, flags):
+    out = clinigym(sub, "--help").stdout
+    assert f"usage: clinigym {sub}" in out and all(f in out for f in flags)
+    assert "--path DIR" in clinigym("--help").stdout
 
 
 def test_score_of_empty_folder_fails(tmp_path):

@@ -15,24 +15,16 @@ from clinigym.runtime.fixtures import DEFAULT_STUDIES, MODALITY_STUDIES, write_s
 from clinigym.spec.apps import BASE_VARS, AppSpec
 
 
-@pytest.fixture(scope="module")
-def written(tmp_path_factory) -> dict[str, list[Path]]:
-    """The modality studies, by key: their files in order."""
-    folder = tmp_path_factory.mktemp("modalities")
-    write_studies(folder, MODALITY_STUDIES)
-    return {s.key: sorted((folder / s.key).glob("*.dcm")) for s in MODALITY_STUDIES}
+def read(modality_files, key: str, index: int = 0) -> pydicom.Dataset:
+    return pydicom.dcmread(modality_files[key][index])
 
 
-def read(written, key: str, index: int = 0) -> pydicom.Dataset:
-    return pydicom.dcmread(written[key][index])
-
-
-def test_two_writes_are_byte_identical(tmp_path, written):
+def test_two_writes_are_byte_identical(tmp_path, modality_files):
     write_studies(tmp_path, MODALITY_STUDIES)
     again = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.dcm"))
     assert len(again) == 16 + 1 + 1
     for rel in again:
-        assert (tmp_path / rel).read_bytes() == written[rel.parts[0]][int(rel.stem[3:]) - 1].read_bytes()
+        assert (tmp_path / rel).read_bytes() == modality_files[rel.parts[0]][int(rel.stem[3:]) - 1].read_bytes()
 
 
 def test_default_studies_unchanged(tmp_path):
@@ -55,9 +47,9 @@ def test_default_studies_unchanged(tmp_path):
     ("dx-chest", "1.2.840.10008.5.1.4.1.1.1.1", "DX", "MONOCHROME2", 512, 512, (16, 12, 11), 1),
     ("us-abdomen", "1.2.840.10008.5.1.4.1.1.6.1", "US", "MONOCHROME2", 480, 640, (8, 8, 7), 1),
 ])
-def test_modality_basics(written, key, sop_class, modality, photometric, rows, columns, bits, files):
-    assert len(written[key]) == files
-    ds = read(written, key)
+def test_modality_basics(modality_files, key, sop_class, modality, photometric, rows, columns, bits, files):
+    assert len(modality_files[key]) == files
+    ds = read(modality_files, key)
     assert ds.SOPClassUID == ds.file_meta.MediaStorageSOPClassUID == sop_class
     assert ds.Modality == modality and ds.PhotometricInterpretation == photometric
     assert (ds.Rows, ds.Columns) == (rows, columns)
@@ -65,18 +57,18 @@ def test_modality_basics(written, key, sop_class, modality, photometric, rows, c
     assert ds.pixel_array.shape == (rows, columns)
 
 
-def test_each_study_has_its_own_synthetic_patient(tmp_path, written):
-    seen = {(str(read(written, k).PatientName), read(written, k).PatientID, read(written, k).BodyPartExamined)
-            for k in written}
+def test_each_study_has_its_own_synthetic_patient(tmp_path, modality_files):
+    headers = [read(modality_files, k) for k in modality_files]
+    seen = {(str(h.PatientName), h.PatientID, h.BodyPartExamined) for h in headers}
     assert seen == {("PHANTOM^DAVID", "CG0004", "WHOLEBODY"), ("PHANTOM^ERIN", "CG0005", "CHEST"),
                     ("PHANTOM^FRANK", "CG0006", "ABDOMEN")}
-    studies = {read(written, k).StudyInstanceUID for k in written}
+    studies = {read(modality_files, k).StudyInstanceUID for k in modality_files}
     studies |= {pydicom.dcmread(p).StudyInstanceUID for p in write_studies(tmp_path)}
     assert len(studies) == 6
 
 
-def test_pet_headers(written):
-    ds = read(written, "pt-wholebody", 6)
+def test_pet_headers(modality_files):
+    ds = read(modality_files, "pt-wholebody", 6)
     assert (ds.Units, ds.CountsSource, list(ds.SeriesType), ds.DecayCorrection) == \
         ("BQML", "EMISSION", ["WHOLE BODY", "IMAGE"], "START")
     assert list(ds.CorrectedImage) == ["DECY", "ATTN", "SCAT", "DTIM", "RAN", "NORM"]
@@ -92,18 +84,18 @@ def test_pet_headers(written):
     assert ds.PatientOrientationCodeSequence[0].CodeMeaning == "recumbent"
     assert "PatientPosition" not in ds    # PET says the position by codes instead
     # Slices go from head to pelvis, 30 mm apart.
-    z = [float(read(written, "pt-wholebody", i).ImagePositionPatient[2]) for i in range(16)]
+    z = [float(read(modality_files, "pt-wholebody", i).ImagePositionPatient[2]) for i in range(16)]
     assert z == [30.0 * i for i in range(16)]
 
 
-def test_pet_pixels_are_suv_times_1000(written):
+def test_pet_pixels_are_suv_times_1000(modality_files):
     stats = [(int(a.max()), int(np.count_nonzero(a)), int(a.sum()))
-             for a in (pydicom.dcmread(p).pixel_array for p in written["pt-wholebody"])]
+             for a in (pydicom.dcmread(p).pixel_array for p in modality_files["pt-wholebody"])]
     assert [s[0] for s in stats] == [7000, 7000, 7000, 1200, 1000, 4500, 9000, 4500,
                                      2500, 2500, 4000, 12000, 1000, 1000, 20000, 20000]
     assert [s[1] for s in stats] == [1296] * 3 + [554] + [4562] * 10 + [4278] * 2
     assert stats[6][2] == 4771300
-    ds = read(written, "pt-wholebody", 6)
+    ds = read(modality_files, "pt-wholebody", 6)
     a = ds.pixel_array
     assert sorted(np.unique(a).tolist()) == [0, 400, 800, 1000, 1500, 4500, 9000]
     assert int(np.count_nonzero(a == 9000)) > 0      # the lung hot spot: SUV 9
@@ -112,8 +104,8 @@ def test_pet_pixels_are_suv_times_1000(written):
     assert suv == 9.0
 
 
-def test_dx_headers_and_pixels(written):
-    ds = read(written, "dx-chest")
+def test_dx_headers_and_pixels(modality_files):
+    ds = read(modality_files, "dx-chest")
     assert (ds.PresentationIntentType, ds.ViewPosition, ds.ImageLaterality) == ("FOR PRESENTATION", "PA", "U")
     assert ds.ViewCodeSequence[0].CodeMeaning == "postero-anterior"
     assert ds.AnatomicRegionSequence[0].CodeMeaning == "Chest"
@@ -129,8 +121,8 @@ def test_dx_headers_and_pixels(written):
     assert a[150:300, 120:180].mean() < 1300 < 2000 < a[150:300, 250:262].mean() and a[256, 3] == 150
 
 
-def test_us_headers_and_pixels(written):
-    ds = read(written, "us-abdomen")
+def test_us_headers_and_pixels(modality_files):
+    ds = read(modality_files, "us-abdomen")
     assert list(ds.ImageType) == ["ORIGINAL", "PRIMARY", "ABDOMINAL", "0001"]
     assert (ds.LossyImageCompression, ds.TransducerType) == ("00", "CURVED LINEAR")
     region = ds.SequenceOfUltrasoundRegions[0]
