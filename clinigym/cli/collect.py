@@ -87,7 +87,7 @@ def register(sub) -> None:
                    help="MedSPOT-format dataset the task is appended to (default datasets/collected)")
     p.add_argument("--parquet", help="parquet export (default <dataset>/collected.parquet)")
     p.add_argument("--backend", choices=("local", "docker"),
-                   help="where the program runs (default: see clinigym.backends)")
+                   help="where the program runs (default: see clinigym.runtime.backends)")
     p.add_argument("--no-ocr", action="store_true", help="no OCR text boxes as proposals (faster)")
     p.add_argument("--review", metavar="EPISODE_DIR", help="review a recorded episode instead")
     p.add_argument("--verbose", action="store_true", help="log every HTTP request")

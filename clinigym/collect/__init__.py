@@ -9,8 +9,10 @@ person accepts or adjusts and describes with an instruction. At the end a
 scenario file is written, replayed at once with the oracle and appended to a
 MedSPOT-format dataset and its parquet export.
 
-Modules: `proposals` (target boxes), `quality` (flags before saving),
-`writer` (scenario YAML, transitions, dataset), `session` (the live program and
-the demonstration), `review` (correcting recorded episodes), `agreement`
-(two annotators' boxes), `server` (the HTTP server and its API).
+Modules: `actions` (the page's actions, checked), `boxes` (box arithmetic),
+`proposals` (target boxes), `quality` (flags before saving), `writer` (scenario
+YAML, transitions, dataset), `session` (the live program and the demonstration),
+`stream` (the live screen for the page), `review` (correcting recorded episodes),
+`agreement` (two annotators' boxes), `server` (the HTTP server and its API),
+`errors`. The command line is `clinigym.cli.collect`.
 """

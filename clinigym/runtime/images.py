@@ -27,7 +27,7 @@ from clinigym.spec.apps import AppSpec
 
 # The display stack inside every image: the Makefile's host packages, but no VNC server
 # (the live view runs on the host, on the shared X socket), plus python3 for the
-# supervisor (clinigym/backends/supervisor.py).
+# supervisor (clinigym/runtime/backends/supervisor.py).
 DISPLAY_PACKAGES = ("python3", "xvfb", "x11-utils", "openbox", "fonts-dejavu-core", "procps",
                     "ca-certificates")
 KEY_LABEL = "org.clinigym.inputs"

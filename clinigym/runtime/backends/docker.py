@@ -1,5 +1,5 @@
 """The Docker backend: the display, a window manager and the program run in a container
-under a small supervisor (clinigym/backends/supervisor.py).
+under a small supervisor (clinigym/runtime/backends/supervisor.py).
 
 The host shares its X socket folder with the container, so screenshots and input
 use the same code as the local backend; the work folder (state, pristine copy,
