@@ -172,7 +172,7 @@ class LiveEnv(ScreenEnv):
         before = self._obs_rgb
         targets = self._targets
         with timings.phase("parse"):
-            parsed, invalid, meta = self._parse(action)
+            parsed, invalid, meta = parse_action(action, self.coords.obs_w, self.coords.obs_h)
         with timings.phase("judge"):
             hit, type_ok = self._judge(step, parsed, *targets)
         out = _Outcome(self._frame, invalid, hit, type_ok, dead=self.backend.dead())
@@ -203,10 +203,6 @@ class LiveEnv(ScreenEnv):
         self._record(record, before, obs["screenshot"], ended)
         info = self._public(invalid_action=out.invalid, settled=out.settled, timings=seconds, end_reason=end_reason)
         return obs, float(out.correct), terminated, truncated, info
-
-    def _parse(self, action) -> tuple[act.Action | None, str | None, dict | None]:
-        """(the action or None, why it is invalid, what the agent asked to record)."""
-        return parse_action(action, self.coords.obs_w, self.coords.obs_h)
 
     def _judge(self, step: Step, parsed: act.Action | None, target: Box | None,
                end_box: Box | None) -> tuple[bool, bool]:
