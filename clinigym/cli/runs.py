@@ -86,7 +86,8 @@ def cmd_agents(args) -> int:
 def cmd_bench(args) -> int:
     from clinigym.run.bench import run_bench
     from clinigym.spec.apps import app_names
-    return run_bench(args.apps or app_names(), args.repeats, Path(args.out) if args.out else None, args.backends)
+    return run_bench(args.apps or app_names(), args.repeats, Path(args.out) if args.out else None, args.backends,
+                     side_by_side=None if args.side_by_side == "none" else args.side_by_side)
 
 
 def register(sub) -> None:
@@ -129,9 +130,12 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_agents)
 
-    p = sub.add_parser("bench", help="measure screenshot, step and reset latency, memory")
+    p = sub.add_parser("bench", help="measure screenshot, step and reset latency, memory, and settling "
+                                     "under each settle rule")
     p.add_argument("--apps", nargs="*", help="programs (default: all)")
     p.add_argument("--repeats", type=int, default=10, help="resets and oracle episodes per program")
+    p.add_argument("--side-by-side", default="dicomscope", metavar="APP",
+                   help="the program run in more and more environments at once ('none': skip)")
     p.add_argument("--out", help="also write the numbers as JSON here")
     p.add_argument("--backends", nargs="*", choices=KINDS, default=["local"],
                    help="backends to measure (docker adds restart vs recreate and side-by-side scaling)")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from clinigym.envs.live import LiveEnv
-from clinigym.run.runner import agent_for
+from clinigym.run.settle_bench import bench_settle, format_settle, oracle_steps
 from clinigym.runtime.backends import make_backend
 from clinigym.runtime.backends.local import host_release
 from clinigym.runtime.display import DisplaySession
@@ -43,15 +43,9 @@ def bench_baseline(repeats: int) -> dict:
 
 
 def _oracle_steps(env: LiveEnv, repeats: int, phases: dict[str, list[float]], seed: int = 0) -> None:
-    oracle = agent_for(env, "oracle")
-    for i in range(repeats):
-        obs, info = env.reset(seed=seed + i)
-        done = False
-        while not done:
-            obs, _, term, trunc, info = env.step(oracle.act(obs, info))
-            done = term or trunc
-            for k in phases:
-                phases[k].append(info["timings"].get(k, 0.0))
+    for step in oracle_steps(env, repeats, seed=seed):
+        for k in phases:
+            phases[k].append(step["timings"].get(k, 0.0))
 
 
 def bench_app(name: str, repeats: int, kind: str = "local") -> dict:
@@ -89,7 +83,8 @@ def bench_app(name: str, repeats: int, kind: str = "local") -> dict:
             ocr_times.append(time.monotonic() - t)
         result = {"scenario": scenario.key, "backend": kind, "screenshot": _dist(grabs),
                   "reset": _dist(resets), "step": {k: _dist(v) for k, v in phases.items()},
-                  "rss_mb": memory, "ocr_agent_step": _dist(ocr_times)}
+                  "rss_mb": memory, "ocr_agent_step": _dist(ocr_times),
+                  "quiet_s": app.settle.quiet, "settle_rule": bench_settle(env, repeats)}
         if recreates:
             result["recreate"] = _dist(recreates)
         return result
@@ -169,6 +164,8 @@ def run_bench(apps: list[str], repeats: int, out: Path | None, backends: list[st
         result["side_by_side"] = [bench_side_by_side(side_by_side, kind, max(2, repeats // 3))
                                   for kind in backends]
     print(format_bench(result))
+    print()
+    print(format_settle(result["apps"]))
     for err in result["errors"]:
         print(f"error: {err['app']} on {err['backend']}: {err['error'][:500]}", file=sys.stderr)
     if out:

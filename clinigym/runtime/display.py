@@ -24,6 +24,7 @@ from Xlib.ext import xtest
 
 from clinigym.core.errors import InvalidAction, ProgramError
 from clinigym.core.screen import Frame, changed_pixels
+from clinigym.runtime.damage import DamageUnavailable, DamageWatch, ScreenTracker, settle_on_damage
 from clinigym.runtime.waiting import wait_for
 
 __all__ = ["DisplaySession", "Frame", "Geometry", "InputError", "changed_pixels"]
@@ -38,6 +39,9 @@ KEY_ALIASES = {
     "insert": "Insert",
 }
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
+# How a settled screen is told: from the X server's damage reports, or by grabbing the
+# whole screen every 25 ms (the fallback for a server without DAMAGE, and the baseline).
+SETTLE_RULES = ("damage", "polling")
 
 
 class InputError(InvalidAction):
@@ -55,9 +59,13 @@ class DisplaySession:
     """Owns one Xvfb server and its window manager; screenshots and XTest input."""
 
     def __init__(self, geometry: Geometry = Geometry(), window_manager: str | None = "openbox",
-                 number: int | None = None):
+                 number: int | None = None, settle_rule: str | None = None):
         """Starts Xvfb and the window manager; with `number`, attaches to a display that
-        runs elsewhere (a container) and whose window manager that side starts."""
+        runs elsewhere (a container) and whose window manager that side starts.
+        `settle_rule` (else $CLINIGYM_SETTLE, else damage) is one of SETTLE_RULES."""
+        rule = settle_rule or os.environ.get("CLINIGYM_SETTLE") or "damage"
+        if rule not in SETTLE_RULES:
+            raise ValueError(f"settle rule {rule!r}: expected one of {', '.join(SETTLE_RULES)}")
         self.geometry = geometry
         self._procs: list[subprocess.Popen] = []
         self._workdir = Path(tempfile.mkdtemp(prefix="clinigym-display-"))
@@ -70,6 +78,12 @@ class DisplaySession:
         if window_manager and number is None:
             self._start_window_manager(window_manager)
         self._wait_window_manager(window_manager)
+        self._damage: DamageWatch | None = None
+        try:
+            self._damage = DamageWatch(self.name)
+        except DamageUnavailable:
+            rule = "polling"
+        self.settle_rule = rule
 
     # -- lifecycle -----------------------------------------------------------------
     def _start_xvfb(self) -> int:
@@ -126,6 +140,8 @@ class DisplaySession:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
         self._procs.clear()
+        if self._damage:
+            self._damage.close()
         for conn in (self._grabber, self._x):
             try:
                 conn.close()
@@ -161,11 +177,31 @@ class DisplaySession:
         bgra = np.frombuffer(shot.raw, dtype=np.uint8).reshape(shot.height, shot.width, 4)
         return Frame(bgra=bgra, t=time.monotonic())
 
+    def grab_area(self, x: int, y: int, width: int, height: int) -> np.ndarray:
+        """One area of the screen, one uint32 per pixel (as `Frame.raw`)."""
+        shot = self._grabber.grab({"left": x, "top": y, "width": width, "height": height})
+        return np.frombuffer(shot.raw, dtype=np.uint32).reshape(shot.height, shot.width)
+
+    def tracker(self, since: Frame | None = None, min_changed: int = 40) -> ScreenTracker | None:
+        """The screen's changes from `since` (else from now), from damage reports; None
+        on a server without DAMAGE."""
+        if self._damage is None:
+            return None
+        base = (since or self.grab()).raw.copy()
+        return ScreenTracker(self._damage, self.grab_area, base, min_changed)
+
     def wait_settled(self, quiet: float = 0.25, timeout: float = 10.0, min_changed: int = 40,
-                     interval: float = 0.025, since: Frame | None = None) -> tuple[Frame, bool]:
-        """Grab frames until none changed by more than `min_changed` pixels for `quiet`
-        seconds. Changes below `min_changed` (a blinking caret) do not count.
-        Returns the last frame and whether the screen settled before `timeout`."""
+                     since: Frame | None = None) -> tuple[Frame, bool]:
+        """Wait until nothing changed more than `min_changed` pixels for `quiet` seconds
+        (a blinking caret does not count), by this display's settle rule. Returns the
+        last frame and whether the screen settled before `timeout`."""
+        tracker = self.tracker(since, min_changed) if self.settle_rule == "damage" else None
+        if tracker is not None:
+            return settle_on_damage(tracker, self.grab, quiet, timeout)
+        return self._settle_polling(quiet, timeout, min_changed, since)
+
+    def _settle_polling(self, quiet: float, timeout: float, min_changed: int, since: Frame | None,
+                        interval: float = 0.025) -> tuple[Frame, bool]:
         start = time.monotonic()
         last = since or self.grab()
         last_change = start

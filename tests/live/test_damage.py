@@ -1,0 +1,160 @@
+"""Settling from the X server's damage reports, on a real Xvfb with a real X client that
+draws: what is drawn is reported and compared, a redraw with the same pixels is no
+change, a missed report is caught by the final check, and both rules settle on the same
+screen."""
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+from Xlib import display as xdisplay
+
+from clinigym.core.errors import ProgramDied
+from clinigym.runtime.damage import settle_on_damage, watch_changes
+from clinigym.runtime.display import DisplaySession
+
+
+@pytest.fixture(scope="module")
+def session():
+    s = DisplaySession(window_manager=None)
+    yield s
+    s.close()
+
+
+class Painter:
+    """A real X client with a window over the whole screen that fills rectangles."""
+
+    def __init__(self, name):
+        self.d = xdisplay.Display(name)
+        screen = self.d.screen()
+        self.win = screen.root.create_window(0, 0, 1920, 1080, 0, screen.root_depth,
+                                             background_pixel=screen.black_pixel)
+        self.win.map()
+        self.gcs = {c: self.win.create_gc(foreground=c) for c in (screen.black_pixel, screen.white_pixel)}
+        self.white, self.black = screen.white_pixel, screen.black_pixel
+        self.d.sync()
+
+    def fill(self, color, x, y, w, h):
+        self.win.fill_rectangle(self.gcs[color], x, y, w, h)
+        self.d.sync()
+
+    def close(self):
+        self.win.destroy()
+        self.d.close()
+
+
+@pytest.fixture
+def painter(session):
+    p = Painter(session.name)
+    session.wait_settled(0.1, 5)
+    p.fill(p.black, 0, 0, 1920, 1080)
+    session.wait_settled(0.1, 5)
+    yield p
+    p.close()
+
+
+def test_a_drawing_is_reported_with_its_area_and_pixels(session, painter):
+    assert session.settle_rule == "damage"
+    tracker = session.tracker(min_changed=40)
+    painter.fill(painter.white, 100, 200, 30, 20)
+    assert tracker.poll(5.0)
+    assert tracker.changes[-1][1] == 30 * 20
+    assert (tracker.base[200:220, 100:130] == session.grab().raw[200:220, 100:130]).all()
+
+
+def test_a_redraw_with_the_same_pixels_or_a_caret_is_no_change(session, painter):
+    tracker = session.tracker(min_changed=40)
+    painter.fill(painter.black, 0, 0, 500, 500)       # drawn, but nothing differs
+    painter.fill(painter.white, 700, 700, 2, 15)      # 30 pixels: under min_changed
+    assert watch_changes(tracker, session.grab, 0.3) == []
+    assert tracker.missed == 0
+
+
+def test_settles_after_the_last_change_and_on_the_screen_drawn(session, painter):
+    def draw():
+        for i in range(5):
+            painter.fill(painter.white, 50 + 60 * i, 50, 50, 50)
+            time.sleep(0.1)
+    before = session.grab()
+    t = threading.Thread(target=draw)
+    start = time.monotonic()
+    t.start()
+    frame, settled = session.wait_settled(quiet=0.3, timeout=5, since=before)
+    t.join()
+    assert settled
+    # The fifth square is drawn about 0.4 s in, so settling ends 0.3 s after it, not before.
+    assert time.monotonic() - start >= 0.4 + 0.3 - 0.05
+    assert (frame.raw == session.grab().raw).all()
+    assert (frame.rgb[60, 50 + 60 * 4 + 10] == 255).all()
+
+
+def test_a_change_no_report_told_of_is_caught_at_the_end(session, painter):
+    """The final whole-screen check: a stale known screen (as after a lost report) is taken
+    as a change, so the settled frame is still the real screen."""
+    tracker = session.tracker(min_changed=40)
+    painter.fill(painter.white, 400, 400, 100, 100)
+    tracker.watch.wait(1.0)   # the report is consumed here and never compared: "missed"
+    frame, settled = settle_on_damage(tracker, session.grab, quiet=0.2, timeout=5)
+    assert settled and tracker.missed == 1
+    assert (frame.rgb[450, 450] == 255).all()
+    assert (tracker.base == frame.raw).all()
+
+
+def test_both_rules_settle_on_the_same_screen(session, painter):
+    frames = {}
+    for rule in ("damage", "polling"):
+        session.settle_rule = rule
+        painter.fill(painter.black, 0, 0, 1920, 1080)
+        session.wait_settled(0.1, 5)
+        before = session.grab()
+        painter.fill(painter.white, 300, 300, 200, 100)
+        frames[rule], settled = session.wait_settled(0.2, 5, since=before)
+        assert settled
+    session.settle_rule = "damage"
+    assert np.array_equal(frames["damage"].raw, frames["polling"].raw)
+
+
+def test_the_rule_is_chosen_by_argument_or_environment(monkeypatch):
+    with pytest.raises(ValueError, match="settle rule 'fast'"):
+        DisplaySession(window_manager=None, settle_rule="fast")
+    monkeypatch.setenv("CLINIGYM_SETTLE", "polling")
+    s = DisplaySession(window_manager=None)
+    try:
+        assert s.settle_rule == "polling"
+        assert s.wait_settled(0.1, 5)[1]
+    finally:
+        s.close()
+
+
+def test_no_damage_extension_falls_back_to_polling(monkeypatch):
+    monkeypatch.setattr(xdisplay.Display, "has_extension", lambda self, name: name != "DAMAGE")
+    s = DisplaySession(window_manager=None)
+    try:
+        assert s.settle_rule == "polling" and s.tracker() is None
+        assert s.wait_settled(0.1, 5)[1]
+    finally:
+        s.close()
+
+
+def test_raw_reports_keep_coming_after_many_settles(session, painter):
+    """The report level that needs no clearing: after many rounds, drawings are still
+    reported (the levels that report growth only went silent for good now and then)."""
+    for i in range(30):
+        tracker = session.tracker(min_changed=0)
+        painter.fill(painter.white if i % 2 == 0 else painter.black, 0, 0, 1920, 1080)
+        assert tracker.poll(5.0), f"round {i}: the drawing was not reported"
+
+
+def test_an_x_server_that_dies_is_a_program_error_not_a_hang():
+    s = DisplaySession(window_manager=None)
+    try:
+        tracker = s.tracker()
+        tracker.poll(0.2)         # what was drawn at start is taken in; nothing else is drawn
+        os.killpg(s.process_groups().pop(), signal.SIGKILL)
+        with pytest.raises(ProgramDied, match="closed the connection"):
+            for _ in range(20):   # the first wait may still see the socket open
+                tracker.poll(0.5)
+    finally:
+        s.close()
