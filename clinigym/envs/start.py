@@ -27,6 +27,9 @@ def _run_setup(backend: Backend, i: int, setup: SetupStep, frame: Frame) -> Fram
         display.perform(setup.action, box.center, end.center if end else None, setup.text)
     settle = backend.app.settle
     if setup.until:
-        wait_for(lambda: holds(setup.until, backend, frame, display.grab(), settle.min_changed),
-                 settle.timeout, f"set-up step {i + 1}: {setup.until.describe()}")
+        def reached() -> bool:
+            now = display.grab()
+            return all(holds(c, backend, frame, now, settle.min_changed) for c in setup.until)
+        wait_for(reached, settle.timeout,
+                 f"set-up step {i + 1}: {'; '.join(c.describe() for c in setup.until)}")
     return backend.settle(since=frame)[0]

@@ -24,6 +24,11 @@ from clinigym.spec.files import Spec, SpecError, parse, read_yaml
 StepAction = Literal[STEP_ACTIONS]  # type: ignore[valid-type]
 
 
+def _listify(v):
+    """One condition may stand for a list of one."""
+    return [v] if isinstance(v, dict) else v
+
+
 class MedspotRef(Spec):
     software: str
     task: int = Field(ge=0, description="index of the task in the MedSPOT annotation file")
@@ -54,7 +59,9 @@ class SetupStep(Spec):
     end_target: Target | None = None
     text: str | None = None
     keys: str | None = None
-    until: Condition | None = None
+    until: list[Condition] = Field([], description="all hold before the next set-up step")
+
+    _until_list = field_validator("until", mode="before")(_listify)
 
     @model_validator(mode="after")
     def _fields(self):
@@ -69,10 +76,7 @@ class Step(_Acting):
     instruction: str = Field(min_length=1)
     transition: list[Condition] = Field(min_length=1, description="all hold after a correct action")
 
-    @field_validator("transition", mode="before")
-    @classmethod
-    def _listify(cls, v):
-        return [v] if isinstance(v, dict) else v
+    _transition_list = field_validator("transition", mode="before")(_listify)
 
 
 class Scenario(Spec):
@@ -111,7 +115,7 @@ class Scenario(Spec):
         for i, step in enumerate(self.steps[:-1]):
             if any(c.exited for c in step.transition):
                 raise ValueError(f"steps[{i}]: `exited` belongs only in the last step's transition")
-        if any(c.exited for c in self.check) or any(s.until and s.until.exited for s in self.setup):
+        if any(c.exited for c in self.check) or any(c.exited for s in self.setup for c in s.until):
             raise ValueError("`exited` belongs only in the last step's transition")
         for i, c in enumerate(self.check):
             if KINDS[c.kind].needs_frames:

@@ -40,6 +40,15 @@ def test_good_scenario_loads(tmp_path):
     assert s.id == "case" and s.steps[0].action == "click"
 
 
+def test_setup_until_one_or_a_list(tmp_path):
+    setup = ("setup:\n  - action: click\n    target: {box: [1, 1, 5, 5]}\n"
+             "    until: {window: ^A$}\n  - action: click\n    target: {box: [1, 1, 5, 5]}\n"
+             "    until: [{window: ^B$}, {no_window: ^C$}]\n")
+    s = load_scenario(write(tmp_path, GOOD.replace("steps:", setup + "steps:")))
+    assert [[c.describe() for c in st.until] for st in s.setup] == [
+        ["window: ^A$"], ["window: ^B$", "no_window: ^C$"]]
+
+
 @pytest.mark.parametrize("old,new,field,problem", [
     ("action: click", "action: clack", "steps[0].action", "Input should be"),
     ("target: {selector: \"a[href='#find-patients']\"}", "target: {}", "steps[0].target", "exactly one of"),
