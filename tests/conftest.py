@@ -8,6 +8,7 @@ One live program per app for the whole session (a real Xvfb display and the real
 program), closed at the end."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -31,22 +32,28 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, mark))
 
 
+def programs(kind: str | None = None):
+    """A getter of one running program per app on the backend `kind` (default: the app's
+    default backend), every one closed at the end even when closing another fails (no
+    display or server is left behind; a failure is raised once all are closed)."""
+    from clinigym.runtime.backends import Backend, make_backend
+    from clinigym.spec.apps import load_app
+    made: dict[str, Backend] = {}
+    with contextlib.ExitStack() as closing:
+        def get(app: str) -> Backend:
+            if app not in made:
+                made[app] = make_backend(load_app(app), kind)
+                closing.callback(made[app].close)
+            return made[app]
+
+        yield get
+
+
 @pytest.fixture(scope="session")
 def backends():
     """One running program per app, on its default backend (local for this machine's
     Debian release, a container for the others)."""
-    from clinigym.runtime.backends import Backend, make_backend
-    from clinigym.spec.apps import load_app
-    made: dict[str, Backend] = {}
-
-    def get(app: str) -> Backend:
-        if app not in made:
-            made[app] = make_backend(load_app(app))
-        return made[app]
-
-    yield get
-    for backend in made.values():
-        backend.close()
+    yield from programs()
 
 
 def oracle(env):

@@ -87,7 +87,8 @@ def cmd_bench(args) -> int:
     from clinigym.run.bench import run_bench
     from clinigym.spec.apps import app_names
     return run_bench(args.apps or app_names(), args.repeats, Path(args.out) if args.out else None, args.backends,
-                     side_by_side=None if args.side_by_side == "none" else args.side_by_side)
+                     side_by_side=None if args.side_by_side == "none" else args.side_by_side,
+                     watch_all=args.watch_all)
 
 
 def register(sub) -> None:
@@ -137,6 +138,9 @@ def register(sub) -> None:
     p.add_argument("--side-by-side", default="dicomscope", metavar="APP",
                    help="the program run in more and more environments at once ('none': skip)")
     p.add_argument("--out", help="also write the numbers as JSON here")
+    p.add_argument("--watch-all", action="store_true",
+                   help="watch what is drawn after every oracle step of every scenario (default: the "
+                        "first scenario of each program): the evidence for each program's settle windows")
     p.add_argument("--backends", nargs="*", choices=KINDS, default=["local"],
                    help="backends to measure (docker adds restart vs recreate and side-by-side scaling)")
     p.set_defaults(func=cmd_bench)

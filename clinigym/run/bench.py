@@ -7,20 +7,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from clinigym.envs.live import LiveEnv
-from clinigym.run.settle_bench import bench_settle, format_settle, oracle_steps
+from clinigym.run.settle_bench import bench_settle, format_settle, ms_stats, oracle_steps
 from clinigym.runtime.backends import make_backend
 from clinigym.runtime.backends.local import host_release
 from clinigym.runtime.display import DisplaySession
 from clinigym.spec.apps import load_app
 from clinigym.spec.scenarios import all_scenarios
-
-
-def _dist(values: list[float]) -> dict:
-    a = np.asarray(values) * 1000
-    return {"n": len(values), "p50_ms": float(np.percentile(a, 50)), "p95_ms": float(np.percentile(a, 95))}
 
 
 def bench_baseline(repeats: int) -> dict:
@@ -37,7 +30,7 @@ def bench_baseline(repeats: int) -> dict:
             display.click(10 + i, 10)
             display.wait_settled()
             steps.append(time.monotonic() - t)
-        return {"screenshot": _dist(grabs), "step": _dist(steps)}
+        return {"screenshot": ms_stats(grabs), "step": ms_stats(steps)}
     finally:
         display.close()
 
@@ -48,9 +41,10 @@ def _oracle_steps(env: LiveEnv, repeats: int, phases: dict[str, list[float]], se
             phases[k].append(step["timings"].get(k, 0.0))
 
 
-def bench_app(name: str, repeats: int, kind: str = "local") -> dict:
+def bench_app(name: str, repeats: int, kind: str = "local", watch_all: bool = False) -> dict:
     app = load_app(name)
-    scenario = next(s for s in all_scenarios() if s.app == name)
+    scenarios = [s for s in all_scenarios() if s.app == name]
+    scenario = scenarios[0]
     backend = make_backend(app, kind)
     env = LiveEnv(scenario, backend=backend)
     try:
@@ -81,12 +75,13 @@ def bench_app(name: str, repeats: int, kind: str = "local") -> dict:
             t = time.monotonic()
             ocr.act(obs, info)
             ocr_times.append(time.monotonic() - t)
-        result = {"scenario": scenario.key, "backend": kind, "screenshot": _dist(grabs),
-                  "reset": _dist(resets), "step": {k: _dist(v) for k, v in phases.items()},
-                  "rss_mb": memory, "ocr_agent_step": _dist(ocr_times),
-                  "quiet_s": app.settle.quiet, "settle_rule": bench_settle(env, repeats)}
+        result = {"scenario": scenario.key, "backend": kind, "screenshot": ms_stats(grabs),
+                  "reset": ms_stats(resets), "step": {k: ms_stats(v) for k, v in phases.items()},
+                  "rss_mb": memory, "ocr_agent_step": ms_stats(ocr_times),
+                  "quiet_s": app.settle.quiet, "idle_quiet_s": app.settle.idle_quiet,
+                  "settle_rule": bench_settle(env, repeats, scenarios if watch_all else None)}
         if recreates:
-            result["recreate"] = _dist(recreates)
+            result["recreate"] = ms_stats(recreates)
         return result
     finally:
         env.close()
@@ -108,7 +103,7 @@ def bench_side_by_side(name: str, kind: str, repeats: int, limit: int = 8) -> di
             with ThreadPoolExecutor(len(envs)) as pool:
                 list(pool.map(lambda pair: _oracle_steps(pair[0], repeats, pair[1]), zip(envs, per_env)))
             steps = [t for phases in per_env for t in phases["total"]]
-            rounds.append({"environments": n, "step": _dist(steps)})
+            rounds.append({"environments": n, "step": ms_stats(steps)})
             if rounds[-1]["step"]["p50_ms"] > 2 * rounds[0]["step"]["p50_ms"]:
                 break
     finally:
@@ -150,14 +145,14 @@ def format_bench(result: dict) -> str:
 
 
 def run_bench(apps: list[str], repeats: int, out: Path | None, backends: list[str] = ("local",),
-              side_by_side: str | None = "dicomscope") -> int:
+              side_by_side: str | None = "dicomscope", watch_all: bool = False) -> int:
     result = {"repeats": repeats, "baseline": bench_baseline(repeats), "apps": [], "errors": []}
     for kind in backends:
         for name in apps:
             if kind == "local" and load_app(name).release != host_release():
                 continue   # a program of another Debian release runs only in its container
             try:
-                result["apps"].append(bench_app(name, repeats, kind) | {"app": name})
+                result["apps"].append(bench_app(name, repeats, kind, watch_all) | {"app": name})
             except Exception as exc:  # noqa: BLE001 - one broken program must not lose the others' numbers
                 result["errors"].append({"app": name, "backend": kind, "error": f"{type(exc).__name__}: {exc}"})
     if side_by_side:

@@ -20,6 +20,7 @@ from Xlib.ext import damage as xdamage
 
 from clinigym.core.errors import ProgramDied, ProgramError
 from clinigym.core.screen import Frame, changed_pixels
+from clinigym.runtime.busy import SAMPLE_EVERY, BusyMeter
 
 # A grab of one screen area: (x, y, width, height) -> uint32 pixels, as `Frame.raw`.
 GrabArea = Callable[[int, int, int, int], np.ndarray]
@@ -144,14 +145,18 @@ class ScreenTracker:
 
 
 def settle_on_damage(tracker: ScreenTracker, grab: Callable[[], Frame], quiet: float,
-                     timeout: float) -> tuple[Frame, bool]:
-    """Settled when nothing drawn changed the screen for `quiet` seconds and the whole
-    screen, grabbed once at the end, is the one the reports led to (damage is a shortcut,
-    never trusted alone). Returns the frame and whether it settled before `timeout`."""
+                     timeout: float, busy: BusyMeter | None = None) -> tuple[Frame, bool]:
+    """Settled when nothing drawn changed the screen for `quiet` seconds, or, with `busy`,
+    for its shorter window while the program was idle on the CPU; and the whole screen,
+    grabbed once at the end, is the one the reports led to (damage is a shortcut, never
+    trusted alone). Returns the frame and whether it settled before `timeout`."""
     start = last_change = time.monotonic()
+    if busy is not None:
+        busy.sample()
     while True:
         now = time.monotonic()
-        if now - last_change >= quiet:
+        still = now - last_change
+        if still >= quiet or (busy is not None and still >= busy.window and busy.idle()):
             frame = grab()
             if tracker.confirm(frame):
                 return frame, True
@@ -159,16 +164,24 @@ def settle_on_damage(tracker: ScreenTracker, grab: Callable[[], Frame], quiet: f
             continue
         if now - start >= timeout:
             return grab(), False
-        if tracker.poll(min(quiet - (now - last_change), timeout - (now - start))):
+        wait = min(quiet - still, timeout - (now - start))
+        changed = tracker.poll(min(wait, SAMPLE_EVERY) if busy is not None else wait)
+        if busy is not None:
+            busy.sample()
+        if changed:
             last_change = time.monotonic()
 
 
-def watch_changes(tracker: ScreenTracker, grab: Callable[[], Frame], duration: float) -> list[tuple[float, int]]:
+def watch_changes(tracker: ScreenTracker, grab: Callable[[], Frame], duration: float,
+                  tick: Callable[[], None] | None = None, every: float = 0.05) -> list[tuple[float, int]]:
     """Every change (time, pixels changed; -1 for one the reports missed, seen at the
-    end) for `duration` seconds: what a program draws after an action, for measuring."""
+    end) for `duration` seconds: what a program draws after an action, for measuring.
+    `tick`, if given, is called at least every `every` seconds (to sample alongside)."""
     end = time.monotonic() + duration
     first = len(tracker.changes)
     while (left := end - time.monotonic()) > 0:
-        tracker.poll(left)
+        tracker.poll(min(left, every) if tick else left)
+        if tick:
+            tick()
     tracker.confirm(grab())
     return tracker.changes[first:]

@@ -24,6 +24,7 @@ from Xlib.ext import xtest
 
 from clinigym.core.errors import InvalidAction, ProgramError
 from clinigym.core.screen import Frame, changed_pixels
+from clinigym.runtime.busy import BusyMeter
 from clinigym.runtime.damage import DamageUnavailable, DamageWatch, ScreenTracker, settle_on_damage
 from clinigym.runtime.waiting import wait_for
 
@@ -191,13 +192,14 @@ class DisplaySession:
         return ScreenTracker(self._damage, self.grab_area, base, min_changed)
 
     def wait_settled(self, quiet: float = 0.25, timeout: float = 10.0, min_changed: int = 40,
-                     since: Frame | None = None) -> tuple[Frame, bool]:
+                     since: Frame | None = None, busy: BusyMeter | None = None) -> tuple[Frame, bool]:
         """Wait until nothing changed more than `min_changed` pixels for `quiet` seconds
-        (a blinking caret does not count), by this display's settle rule. Returns the
-        last frame and whether the screen settled before `timeout`."""
+        (a blinking caret does not count), by this display's settle rule; with `busy`
+        (damage rule only), for its shorter window while the program is idle. Returns
+        the last frame and whether the screen settled before `timeout`."""
         tracker = self.tracker(since, min_changed) if self.settle_rule == "damage" else None
         if tracker is not None:
-            return settle_on_damage(tracker, self.grab, quiet, timeout)
+            return settle_on_damage(tracker, self.grab, quiet, timeout, busy)
         return self._settle_polling(quiet, timeout, min_changed, since)
 
     def _settle_polling(self, quiet: float, timeout: float, min_changed: int, since: Frame | None,

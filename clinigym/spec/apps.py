@@ -98,6 +98,16 @@ class Settle(Spec):
     quiet: float = Field(0.25, gt=0, description="seconds without change that mean settled")
     timeout: float = Field(10.0, gt=0)
     min_changed: int = Field(40, ge=0, description="changes of fewer pixels are ignored (carets)")
+    idle_quiet: float | None = Field(None, gt=0, description=(
+        "seconds without change that mean settled while the program (its processes and display, "
+        "or its container) uses less than idle_cpu cores; measured per program by `clinigym bench`"))
+    idle_cpu: float = Field(0.05, gt=0, description="cores below which the program counts as idle")
+
+    @model_validator(mode="after")
+    def _idle_shorter(self):
+        if self.idle_quiet is not None and self.idle_quiet >= self.quiet:
+            raise ValueError(f"idle_quiet ({self.idle_quiet:g}) must be shorter than quiet ({self.quiet:g})")
+        return self
 
 
 class AppSpec(Spec):

@@ -21,15 +21,14 @@ from clinigym.cli import main as cli
 from clinigym.core.errors import SpecError
 from clinigym.envs.live import LiveEnv
 from clinigym.recording import read_episode
-from clinigym.runtime.backends import make_backend
-from clinigym.runtime.backends.docker import LABEL, DockerBackend, SupervisorError
+from clinigym.runtime.backends.docker import LABEL, SupervisorError
 from clinigym.runtime.backends.local import LocalBackend
 from clinigym.runtime.images import Mirrors, build_app, engine, host_mirrors
 from clinigym.runtime.liveview import LiveView
 from clinigym.runtime.waiting import wait_for
 from clinigym.spec.apps import load_app
 from clinigym.spec.scenarios import all_scenarios, select
-from conftest import judged, oracle
+from conftest import judged, oracle, programs
 from subset import representative
 
 pytestmark = pytest.mark.live
@@ -38,16 +37,7 @@ HOST_APPS = ["orthanc", "dicomscope", "aeskulap", "ohif"]   # programs on both b
 
 @pytest.fixture(scope="module")
 def containers():
-    made: dict[str, DockerBackend] = {}
-
-    def get(app: str) -> DockerBackend:
-        if app not in made:
-            made[app] = make_backend(load_app(app), "docker")
-        return made[app]
-
-    yield get
-    for backend in made.values():
-        backend.close()
+    yield from programs("docker")
 
 
 def oracle_outcomes(scenario, backend) -> list[tuple]:
@@ -70,6 +60,19 @@ def test_same_step_outcomes_on_both_backends(scenario, containers):
     test_live.py asserts for the same scenarios on the local backend."""
     expected = [(i, True, None) for i in range(len(scenario.steps))] + [("complete", True)]
     assert oracle_outcomes(scenario, containers(scenario.app)) == expected
+
+
+@pytest.mark.parametrize("kind", ["local", "docker"])
+def test_cpu_seconds_are_the_programs_own(kind, backends, containers):
+    """The program's CPU counter (its processes and display, or its container) grows by a
+    JVM's start and barely moves while nothing is drawn."""
+    backend = backends("dicomscope") if kind == "local" else containers("dicomscope")
+    before = backend.cpu_seconds() if backend.display else 0.0
+    backend.reset()
+    started = backend.cpu_seconds()
+    assert started > 0.2 and (kind == "local" or started > before + 0.2)   # a JVM start takes more
+    backend.display.tracker().poll(1.0)     # a second, or less when something is drawn
+    assert 0 <= backend.cpu_seconds() - started < 0.2
 
 
 def test_crash_truncates_and_reset_recovers(containers, tmp_path):

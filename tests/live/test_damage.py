@@ -1,9 +1,11 @@
 """Settling from the X server's damage reports, on a real Xvfb with a real X client that
 draws: what is drawn is reported and compared, a redraw with the same pixels is no
-change, a missed report is caught by the final check, and both rules settle on the same
-screen."""
+change, a missed report is caught by the final check, both rules settle on the same
+screen, and the idle window ends a pause only while the program's process sleeps."""
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -12,6 +14,8 @@ import pytest
 from Xlib import display as xdisplay
 
 from clinigym.core.errors import ProgramDied
+from clinigym.runtime.backends.local import cpu_of_groups
+from clinigym.runtime.busy import BusyMeter
 from clinigym.runtime.damage import settle_on_damage, watch_changes
 from clinigym.runtime.display import DisplaySession
 
@@ -114,6 +118,53 @@ def test_both_rules_settle_on_the_same_screen(session, painter):
         assert settled
     session.settle_rule = "damage"
     assert np.array_equal(frames["damage"].raw, frames["polling"].raw)
+
+
+@pytest.fixture
+def program():
+    """A real process standing for the program: it computes for `busy` seconds, then sleeps."""
+    started = []
+
+    def start(busy: float) -> BusyMeter:
+        code = f"import time\nt = time.process_time()\nwhile time.process_time() - t < {busy}: pass\ntime.sleep(30)"
+        proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+        started.append(proc)
+        return BusyMeter(lambda: cpu_of_groups({proc.pid}), window=0.15, max_rate=0.05)
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait()
+
+
+def _draw_later(painter, seconds):
+    def draw():
+        time.sleep(seconds)   # the program's own pause before it draws again
+        painter.fill(painter.white, 900, 500, 80, 80)
+    t = threading.Thread(target=draw)
+    t.start()
+    return t
+
+
+def test_a_pause_while_the_program_computes_is_not_settled(session, painter, program):
+    busy = program(busy=0.8)
+    before = session.grab()
+    painter.fill(painter.white, 100, 100, 80, 80)
+    later = _draw_later(painter, 0.4)
+    frame, settled = session.wait_settled(quiet=3.0, timeout=10, since=before, busy=busy)
+    later.join()
+    assert settled and (frame.rgb[540, 940] == 255).all()   # the drawing after the pause is in
+
+
+def test_a_pause_while_the_program_sleeps_ends_at_the_idle_window(session, painter, program):
+    """What the idle window trades: a program idle for longer than it (a repaint on a timer)
+    is caught before it draws again; such programs get a longer window (`clinigym bench`)."""
+    busy = program(busy=0.0)
+    before = session.grab()
+    painter.fill(painter.white, 100, 100, 80, 80)
+    later = _draw_later(painter, 1.0)
+    frame, settled = session.wait_settled(quiet=3.0, timeout=10, since=before, busy=busy)
+    later.join()
+    assert settled and (frame.rgb[140, 140] == 255).all() and (frame.rgb[540, 940] == 0).all()
 
 
 def test_the_rule_is_chosen_by_argument_or_environment(monkeypatch):

@@ -94,3 +94,17 @@ def test_first_per_program():
     for app in {s.app for s in every}:
         keys = sorted(s.key for s in every if s.app == app)
         assert [s.key for s in picked if s.app == app] == keys[:2]
+
+
+def test_idle_window_must_be_shorter_than_quiet(tmp_path):
+    from clinigym.spec.apps import _load
+    folder = tmp_path / "lab"
+    folder.mkdir()
+    path = write(folder, "name: lab\ntitle: Lab\nprocesses:\n  - {name: lab, command: [xmessage, hi]}\n"
+                         "settle: {quiet: 0.5, idle_quiet: 0.5}\n", "app.yaml")
+    with pytest.raises(SpecError) as err:
+        _load(path)
+    assert err.value.field == "settle" and "idle_quiet (0.5) must be shorter than quiet (0.5)" in err.value.problem
+    path.write_text(path.read_text().replace("idle_quiet: 0.5", "idle_quiet: 0.15"))
+    settle = _load(path).settle
+    assert (settle.quiet, settle.idle_quiet, settle.idle_cpu) == (0.5, 0.15, 0.05)

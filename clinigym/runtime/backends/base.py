@@ -21,6 +21,7 @@ from clinigym.core.errors import ProgramDied, ProgramError, WaitTimeout
 from clinigym.core.geometry import Box
 from clinigym.runtime import npm
 from clinigym.runtime.browser import DevTools, chromium_command
+from clinigym.runtime.busy import BusyMeter
 from clinigym.runtime.display import DisplaySession, Frame, Geometry
 from clinigym.runtime.fixtures import MODALITY_STUDIES, write_studies
 from clinigym.runtime.slots import claim
@@ -189,7 +190,8 @@ class Backend:
 
     def settle(self, since: Frame | None = None) -> tuple[Frame, bool]:
         s = self.app.settle
-        return self.display.wait_settled(s.quiet, s.timeout, s.min_changed, since=since)
+        busy = BusyMeter(self.cpu_seconds, s.idle_quiet, s.idle_cpu) if s.idle_quiet else None
+        return self.display.wait_settled(s.quiet, s.timeout, s.min_changed, since=since, busy=busy)
 
     def stop(self) -> None:
         """Kill every process of the program (not the display)."""
@@ -284,6 +286,11 @@ class Backend:
 
     def memory_bytes(self) -> int:
         """Memory the program and its display use."""
+        raise NotImplementedError
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds the program and its display have used so far (a counter: only
+        differences mean something); what tells whether the program is still busy."""
         raise NotImplementedError
 
 

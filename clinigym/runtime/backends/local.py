@@ -73,6 +73,10 @@ class LocalBackend(Backend):
         """Resident memory of the program and its display."""
         return rss_of_groups(self.process_groups())
 
+    def cpu_seconds(self) -> float:
+        """CPU time the program and its display have used (user + system, living processes)."""
+        return cpu_of_groups(self.process_groups())
+
     def close_display(self) -> None:
         self.stop()
         if self.display:
@@ -80,21 +84,44 @@ class LocalBackend(Backend):
             self.display = None
 
 
-def rss_of_groups(pgids: set[int]) -> int:
-    """Resident memory (bytes) of every process in the given process groups."""
-    total = 0
+def _in_groups(pgids: set[int], read) -> list:
+    """`read(pid)` for every process in the given process groups (gone ones left out)."""
+    found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            if os.getpgid(int(entry)) not in pgids:
-                continue
-            for line in open(f"/proc/{entry}/status"):
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        except (OSError, ProcessLookupError):
+            if os.getpgid(int(entry)) in pgids:
+                found.append(read(entry))
+        except (OSError, ProcessLookupError):   # ended meanwhile
             continue
-    return total
+    return found
+
+
+def _rss(pid: str) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid: str) -> float:
+    # Fields after the command (which may hold spaces): utime and stime are the 12th and 13th.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def rss_of_groups(pgids: set[int]) -> int:
+    """Resident memory (bytes) of every process in the given process groups."""
+    return sum(_in_groups(pgids, _rss))
+
+
+def cpu_of_groups(pgids: set[int]) -> float:
+    """CPU seconds (user + system) every living process in the given groups has used."""
+    return sum(_in_groups(pgids, _cpu))
 
 
 def host_release() -> str:
