@@ -65,13 +65,22 @@ engine: $(STAMPS)/docker
 images: deps engine
 	$(BIN)/clinigym images
 
-# The demo: a cross-section of the library (the first scenarios of every program by id).
-DEMO_PER_PROGRAM ?= 5
+# The demo: a cross-section of the library (the first scenarios of every program by id), in the
+# steps mode (MedSPOT) and the goal mode (MedCUA) for the oracle and the random agent, the OCR agent
+# in the steps and plan modes; then every run's table, the runs side by side, and an HTML report.
+DEMO_PER_PROGRAM ?= 3
+DEMO_RUN = $(BIN)/clinigym run --scenario '*' --per-program $(DEMO_PER_PROGRAM) --overwrite
+DEMO_RUNS = runs/demo-oracle runs/demo-random runs/demo-ocr runs/demo-oracle-goal runs/demo-random-goal runs/demo-ocr-plan
 demo: deps images
-	$(BIN)/clinigym run --scenario '*' --per-program $(DEMO_PER_PROGRAM) --agent oracle --out runs/demo-oracle --overwrite
-	$(BIN)/clinigym run --scenario '*' --per-program $(DEMO_PER_PROGRAM) --agent random --seed 1 --out runs/demo-random --overwrite
-	@echo; echo "== oracle =="; $(BIN)/clinigym score runs/demo-oracle
-	@echo; echo "== random =="; $(BIN)/clinigym score runs/demo-random
+	$(DEMO_RUN) --agent oracle --out runs/demo-oracle
+	$(DEMO_RUN) --agent random --seed 1 --out runs/demo-random
+	$(DEMO_RUN) --agent ocr --out runs/demo-ocr
+	$(DEMO_RUN) --mode goal --agent oracle --out runs/demo-oracle-goal
+	$(DEMO_RUN) --mode goal --agent random --seed 1 --out runs/demo-random-goal
+	$(DEMO_RUN) --mode plan --agent ocr --out runs/demo-ocr-plan
+	@for run in $(DEMO_RUNS); do echo; echo "== $$run =="; $(BIN)/clinigym score $$run; done
+	@echo; echo "== side by side =="; $(BIN)/clinigym compare $(DEMO_RUNS)
+	$(BIN)/clinigym report $(DEMO_RUNS) --out runs/demo-report
 
 test: deps images
 	$(BIN)/pytest -q -rs tests

@@ -41,6 +41,42 @@ class ModelError(AgentError):
     pass
 
 
+class Client:
+    """POSTs to an OpenAI-compatible server, retried with exponential back-off."""
+
+    def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0,
+                 retries: int = 3, backoff: float = 0.5):
+        self.base_url, self.model = base_url.rstrip("/"), model
+        self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        self._session = requests.Session()
+        self._session.trust_env = False   # talk to the given URL, not through a proxy
+        key = os.environ.get(api_key_env)
+        if key:
+            self._session.headers["Authorization"] = f"Bearer {key}"
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+        """(the reply, or None when every attempt failed; the errors of the failed attempts)."""
+        errors: list[str] = []
+        for attempt in range(self.retries + 1):
+            try:
+                resp = self._session.post(f"{self.base_url}/{path}", json={"model": self.model, **body},
+                                          timeout=self.timeout)
+                if resp.status_code != 200:
+                    raise ModelError(f"HTTP {resp.status_code}: {resp.text[:200]}")
+                try:
+                    reply = resp.json()
+                except ValueError:
+                    raise ModelError(f"malformed JSON: {resp.text[:200]!r}") from None
+                if not isinstance(reply, dict):
+                    raise ModelError(f"not a JSON object: {resp.text[:200]!r}")
+                return reply, errors
+            except (requests.RequestException, ModelError) as exc:
+                errors.append(f"{type(exc).__name__}: {exc}"[:300])
+                if attempt < self.retries:
+                    time.sleep(self.backoff * 2 ** attempt)
+        return None, errors
+
+
 class HttpAgent:
     name = "http"
 
@@ -50,41 +86,25 @@ class HttpAgent:
                  api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, retries: int = 3,
                  backoff: float = 0.5, max_tokens: int = 512):
         self.family = family if isinstance(family, Family) else get_family(family)
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.timeout, self.retries, self.backoff, self.max_tokens = timeout, retries, backoff, max_tokens
-        self._session = requests.Session()
-        self._session.trust_env = False   # talk to the given URL, not through a proxy
-        key = os.environ.get(api_key_env)
-        if key:
-            self._session.headers["Authorization"] = f"Bearer {key}"
+        self.max_tokens = max_tokens
+        self.client = Client(base_url, model, api_key_env, timeout, retries, backoff)
 
     def reset(self, seed: int | None = None) -> None:
         pass
 
     def _request(self, prompt) -> tuple[str, dict]:
+        """(the request's path, its body without the model: the client adds it)."""
         if prompt.api == "responses":
-            url, body = f"{self.base_url}/responses", {"model": self.model,
-                                                       "input": responses_input(prompt.messages),
-                                                       "tools": prompt.tools or [], **prompt.extra}
-        else:
-            messages = list(prompt.messages)
-            extra = dict(prompt.extra)
-            if prompt.prefill:
-                # vLLM continues a final assistant message instead of starting a new turn.
-                messages.append({"role": "assistant", "content": prompt.prefill})
-                extra.update(continue_final_message=True, add_generation_prompt=False)
-            url, body = f"{self.base_url}/chat/completions", {
-                "model": self.model, "messages": messages, "temperature": 0.0,
-                "max_tokens": self.max_tokens, **extra}
-        resp = self._session.post(url, json=body, timeout=self.timeout)
-        if resp.status_code != 200:
-            raise ModelError(f"HTTP {resp.status_code}: {resp.text[:200]}")
-        try:
-            reply = resp.json()
-        except ValueError:
-            raise ModelError(f"malformed JSON: {resp.text[:200]!r}") from None
-        return self._text(reply, prompt.api), reply.get("usage") or {}
+            return "responses", {"input": responses_input(prompt.messages), "tools": prompt.tools or [],
+                                 **prompt.extra}
+        messages = list(prompt.messages)
+        extra = dict(prompt.extra)
+        if prompt.prefill:
+            # vLLM continues a final assistant message instead of starting a new turn.
+            messages.append({"role": "assistant", "content": prompt.prefill})
+            extra.update(continue_final_message=True, add_generation_prompt=False)
+        return "chat/completions", {"messages": messages, "temperature": 0.0, "max_tokens": self.max_tokens,
+                                    **extra}
 
     @staticmethod
     def _text(reply: dict, api: str) -> str:
@@ -101,18 +121,16 @@ class HttpAgent:
         size = (rgb.shape[1], rgb.shape[0])
         instruction = observation["instruction"]
         prompt = self.family.build_messages(instruction, size, data_url(rgb, self.family.resize_for(size)))
-        meta: dict[str, Any] = {"family": self.family.name, "model": self.model,
+        meta: dict[str, Any] = {"family": self.family.name, "model": self.client.model,
                                 "prompt": _without_images(prompt.messages), "sent_size": list(prompt.image_size)}
-        text, errors = None, []
         t0 = time.monotonic()
-        for attempt in range(self.retries + 1):
+        reply, errors = self.client.post(*self._request(prompt))
+        text = None
+        if reply is not None:
             try:
-                text, meta["usage"] = self._request(prompt)
-                break
-            except (requests.RequestException, ModelError) as exc:
+                text, meta["usage"] = self._text(reply, prompt.api), reply.get("usage") or {}
+            except ModelError as exc:
                 errors.append(f"{type(exc).__name__}: {exc}"[:300])
-                if attempt < self.retries:
-                    time.sleep(self.backoff * 2 ** attempt)   # back off before retrying
         meta.update(latency=time.monotonic() - t0, raw=text, errors=errors)
         points = self.family.parse(text, size) if text else []
         meta["points"] = [list(p) for p in points]

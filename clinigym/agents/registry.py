@@ -12,6 +12,7 @@ from typing import Any
 
 from clinigym.agents.base import Agent
 from clinigym.core.context import AgentContext
+from clinigym.core.errors import AgentError
 
 
 @dataclass(frozen=True)
@@ -43,19 +44,37 @@ def _random(context: AgentContext, seed: int | None = None) -> Agent:
     return RandomAgent(context, seed)
 
 
+def _grounding(name: str, context: AgentContext | None, build: Callable[[], Agent]) -> Agent:
+    """A single-step grounding agent in the context's mode: as is in the steps mode (and
+    without a context), working down the step list in the plan mode; it cannot read a goal
+    sentence (refused before it loads its models)."""
+    mode = context.mode if context is not None else "steps"
+    if mode == "goal":
+        raise AgentError(f"the {name} agent grounds step instructions: run it in the steps or plan mode")
+    if mode == "plan":
+        from clinigym.agents.plan import PlanFollower
+        return PlanFollower(build())
+    return build()
+
+
 def _ocr(context: AgentContext, seed: int | None = None, **options) -> Agent:
     from clinigym.agents.ocr import OcrAgent  # loads the OCR models: only when asked for
-    return OcrAgent(context, seed, **options)
+    return _grounding("ocr", context, lambda: OcrAgent(context, seed, **options))
 
 
 def _http(context: AgentContext, seed: int | None = None, **options) -> Agent:
     from clinigym.agents.http import HttpAgent
-    return HttpAgent(context, seed, **options)
+    return _grounding("http", context, lambda: HttpAgent(context, seed, **options))
+
+
+def _cua(context: AgentContext, seed: int | None = None, **options) -> Agent:
+    from clinigym.agents.cua import CuaAgent
+    return CuaAgent(context, seed, **options)
 
 
 def _guiactor(context: AgentContext, seed: int | None = None, **options) -> Agent:
     from clinigym.agents.guiactor import GuiActorAgent  # torch, transformers: only when asked for
-    return GuiActorAgent(context, seed, **options)
+    return _grounding("guiactor", context, lambda: GuiActorAgent(context, seed, **options))
 
 
 AGENTS: dict[str, AgentEntry] = {e.name: e for e in (
@@ -63,13 +82,22 @@ AGENTS: dict[str, AgentEntry] = {e.name: e for e in (
                privileged=True),
     AgentEntry("random", "uniform random clicks (chance baseline)", _random),
     AgentEntry("ocr", "offline OCR grounding: instruction words matched to on-screen text, icon templates "
-                      "(extra `ocr`)", _ocr),
+                      "(extra `ocr`); in the plan mode it works down the step list", _ocr),
     AgentEntry("http", "a GUI-grounding model behind an OpenAI-compatible API (--model-family, --base-url)", _http,
                (Option("--model-family", "family", "http agent: the model family (see `clinigym agents`)",
                        "ui-tars-1.5"),
                 Option("--base-url", "base_url", "http agent: API base URL", "http://127.0.0.1:8000/v1"),
                 Option("--model", "model", "http agent: model name on the server", "default"),
                 Option("--timeout", "timeout", "http agent: seconds per request", 120.0, float))),
+    AgentEntry("cua", "a computer-use model behind an OpenAI-compatible API that acts freely and ends the "
+                      "episode itself (plan and goal modes), in its own format (--cua-format)", _cua,
+               (Option("--cua-format", "format", "cua agent: the model's format: ui-tars-1.5, qwen2.5-vl, qwen3-vl, "
+                                                 "openai-computer-use or json", "qwen3-vl"),
+                Option("--base-url", "base_url", "cua agent: API base URL", "http://127.0.0.1:8000/v1"),
+                Option("--model", "model", "cua agent: model name on the server", "default"),
+                Option("--timeout", "timeout", "cua agent: seconds per request", 120.0, float),
+                Option("--cua-images", "images", "cua agent: screenshots per request, the current one included "
+                                                 "(earlier turns stay as text)", 3, int))),
     AgentEntry("guiactor", "GUI-Actor in-process: a click from its action head's attention over screen "
                            "patches (extra `guiactor`, --checkpoint PATH)", _guiactor,
                (Option("--checkpoint", "checkpoint", "guiactor agent: a local GUI-Actor checkpoint folder"),)),

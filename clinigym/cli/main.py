@@ -1,14 +1,14 @@
 """The `clinigym` command line: every command is registered here, from the module of its
-group (programs, tasks, runs, datasets, collect)."""
+group (programs, tasks, runs, datasets, collect, references)."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from clinigym.cli import collect, datasets, programs, runs, tasks
+from clinigym.cli import collect, datasets, programs, references, runs, tasks
 from clinigym.core.errors import ClinigymError, SpecError
 
-GROUPS = (programs, tasks, runs, datasets, collect)
+GROUPS = (programs, tasks, runs, datasets, collect, references)
 
 
 def build_parser() -> argparse.ArgumentParser:

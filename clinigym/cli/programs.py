@@ -83,9 +83,9 @@ def cmd_images(args) -> int:
 
 
 def cmd_cleanup(args) -> int:
-    from clinigym.runtime.backends.docker import cleanup
-    removed = cleanup(all_containers=args.all)
-    print(json.dumps(removed) if args.json else (f"removed {len(removed)} container(s)"
+    from clinigym.run.cleanup import sweep
+    removed = sweep(all_containers=args.all)
+    print(json.dumps(removed) if args.json else (f"removed {len(removed)} item(s)"
                                                  + "".join(f"\n  {n}" for n in removed)))
     return 0
 
@@ -124,8 +124,9 @@ def register(sub) -> None:
                    help="rebuild the program images even when their inputs did not change")
     p.set_defaults(func=cmd_images)
 
-    p = sub.add_parser("cleanup", help="remove containers left by clinigym runs that are gone")
-    p.add_argument("--all", action="store_true", help="every clinigym container, also of live runs")
+    p = sub.add_parser("cleanup", help="remove what clinigym runs that are gone left: containers, processes "
+                                       "(programs, X servers, window managers), display locks, work folders")
+    p.add_argument("--all", action="store_true", help="every clinigym container too, also of live runs")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_cleanup)
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from clinigym.core.errors import InvalidAction
 
-__all__ = ["ACTIONS", "ACTION_TYPES", "CLICK_FAMILY", "STEP_ACTIONS", "Action", "ActionKind",
-           "InvalidAction", "parse", "validate"]
+__all__ = ["ACTIONS", "ACTION_TYPES", "CLICK_FAMILY", "ENDING_ACTIONS", "INPUT_ACTIONS", "STEP_ACTIONS",
+           "Action", "ActionKind", "InvalidAction", "parse", "validate"]
 
 Args = Callable[[str, list[float], list[str]], dict[str, Any]]
 
@@ -52,10 +52,24 @@ def _key(kind: str, nums: list[float], strs: list[str]) -> dict[str, Any]:
     return {"keys": strs[0] if strs else None}
 
 
+def _none(kind: str, nums: list[float], strs: list[str]) -> dict[str, Any]:
+    if nums or strs:
+        raise InvalidAction(f"{kind} takes no arguments")
+    return {}
+
+
+def _text(kind: str, nums: list[float], strs: list[str]) -> dict[str, Any]:
+    if nums or len(strs) > 1:
+        raise InvalidAction(f"{kind} takes one text")
+    return {"text": strs[0] if strs else None}
+
+
 @dataclass(frozen=True)
 class ActionKind:
-    """One action type: what it needs, its string form, and whether a scenario step can
-    expect it (scroll and key have no target to judge)."""
+    """One action type: what it needs, its string form, whether a scenario step can
+    expect it (scroll and key have no target to judge), whether it sends input to the
+    program (wait only lets the screen settle again) and whether it ends a plan or goal
+    episode (the agent's own "finished": done, fail, answer)."""
     name: str
     form: str                   # the string form, for help texts
     args: Args                  # string arguments -> fields
@@ -64,6 +78,8 @@ class ActionKind:
     text: bool = False
     keys: bool = False
     step: bool = True
+    input: bool = True
+    ends: bool = False
 
 
 # The order is the index of the action space's `type` (Discrete): never reorder, only append.
@@ -76,10 +92,16 @@ ACTIONS: dict[str, ActionKind] = {k.name: k for k in (
     ActionKind("type", "type('text') or type(x, y, 'text')", _type, point=False, text=True),
     ActionKind("scroll", "scroll(x, y, dy) or scroll(x, y, dx, dy)", _scroll, step=False),
     ActionKind("key", "key('ctrl+c')", _key, point=False, keys=True, step=False),
+    ActionKind("wait", "wait()", _none, point=False, step=False, input=False),
+    ActionKind("done", "done()", _none, point=False, step=False, input=False, ends=True),
+    ActionKind("fail", "fail('reason')", _text, point=False, step=False, input=False, ends=True),
+    ActionKind("answer", "answer('text')", _text, point=False, text=True, step=False, input=False, ends=True),
 )}
 ACTION_TYPES = tuple(ACTIONS)
 CLICK_FAMILY = ("click", "double_click", "right_click")
 STEP_ACTIONS = tuple(k for k, v in ACTIONS.items() if v.step)
+INPUT_ACTIONS = tuple(k for k, v in ACTIONS.items() if v.input)      # what the steps mode accepts
+ENDING_ACTIONS = tuple(k for k, v in ACTIONS.items() if v.ends)
 
 
 @dataclass(frozen=True)
@@ -171,6 +193,8 @@ def parse(action: Any) -> Action:
 
 def validate(action: Action, width: int, height: int) -> None:
     """Raise InvalidAction unless the action can be executed on a width x height image."""
+    if action.type not in ACTIONS:
+        raise InvalidAction(f"unknown action type {action.type!r}; known: {', '.join(ACTION_TYPES)}")
     kind = ACTIONS[action.type]
     if kind.point and action.point is None:
         raise InvalidAction(f"{action.type} needs a point")

@@ -78,10 +78,47 @@ class StepRecord(_Record):
     truncated_reason: str | None = None
     agent: dict[str, Any] | None = None         # what the agent asked to record (Action.meta)
     medspot_step_id: int | None = None          # static mode: MedSPOT's step id
+    reached: int | None = None                  # plan/goal: reference steps reached after this action
     t: int = 0                                  # the action's number in the episode (file names)
     before: str = ""                            # step-NNN-before.png
     after: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class GoalJudgment(_Record):
+    """How a plan or goal episode ended, judged on the program's own state after it
+    (docs/goal-mode.md): the final-state checks, the answer, the reference path, the audit."""
+    ending: str | None                          # done, fail, answer; None: budget spent or program stopped
+    checks: list[dict[str, Any]]                # {"check": description, "passed": bool}
+    success: bool                               # ended by done() or answer(), checks pass, answer right
+    answer: str | None = None
+    answer_ok: bool | None = None               # None: not an information task
+    reference_steps: int = 0
+    reached: int = 0                            # reference steps whose transition was reached, in order
+    first_deviation: int | None = None          # the first action off the reference path; None: none
+    actions: int = 0
+    budget: int = 0
+    violations: list[dict[str, str]] = field(default_factory=list)   # audit.Violation.to_json()
+    requests: list[dict[str, str]] = field(default_factory=list)     # browser programs: method, url
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def completion(self) -> float:
+        """The share of the final-state checks that pass, the answer of an information task
+        counted as one more."""
+        passed = [bool(c["passed"]) for c in self.checks] + ([] if self.answer_ok is None else [self.answer_ok])
+        return sum(passed) / len(passed) if passed else 0.0
+
+    @property
+    def progress(self) -> float:
+        return self.reached / self.reference_steps if self.reference_steps else 0.0
+
+    @property
+    def false_done(self) -> bool:
+        """Completion claimed (done or answer) while a final-state check fails."""
+        return self.ending in ("done", "answer") and not all(c["passed"] for c in self.checks)
 
 
 @dataclass
@@ -90,7 +127,14 @@ class EpisodeOutcome(_Record):
     steps_correct: int = 0
     actions: int = 0
     reason: str | None = None
+    judgment: GoalJudgment | None = None        # plan and goal modes
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def _convert(cls, known: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(known.get("judgment"), dict):
+            known = {**known, "judgment": GoalJudgment.from_json(known["judgment"], "judgment")}
+        return known
 
 
 @dataclass
@@ -117,6 +161,7 @@ class EpisodeHeader(_Record):
     versions: dict[str, str] = field(default_factory=dict)
     started: str | None = None
     reset_retry: str | None = None              # the first cause, when the reset had to retry
+    task: str | None = None                     # plan/goal: the instruction the agent was given
     outcome: EpisodeOutcome | None = None
     format: int = FORMAT
     extra: dict[str, Any] = field(default_factory=dict)

@@ -24,15 +24,17 @@ from clinigym.recording.writer import EpisodeRecorder, new_episode
 
 # Every key `info` may hold, with what it means. Nothing else is ever put there.
 PUBLIC_INFO: dict[str, str] = {
-    "mode": "how the task is given: 'steps' (one instruction per step, each action judged)",
-    "step": "index of the step the observation asks for (equals obs['step'])",
-    "n_steps": "the number of steps of the task",
+    "mode": "how the task is given: 'steps' (one instruction per step, each action judged), 'plan' (all the "
+            "step instructions at once) or 'goal' (one sentence); plan and goal act freely and are judged at the end",
+    "step": "steps: index of the step the observation asks for; plan/goal: actions taken (equals obs['step'])",
+    "n_steps": "steps: the number of steps of the task",
+    "budget": "plan/goal: the most actions the episode may take (the ending action included)",
     "coordinates": "the coordinate contract: actions are pixels of the observation image",
     "invalid_action": "why the action could not be executed (None when it could)",
     "settled": "live: the screen settled before the program's timeout",
     "timings": "seconds per phase (reset; or parse, judge, act, settle, outcome, terminate) and total",
-    "end_reason": "only when the episode ended: completed, incorrect action, action budget spent, "
-                  "or why the program stopped",
+    "end_reason": "only when the episode ended: completed, incorrect action (steps); done, fail, answer "
+                  "(plan/goal: the agent's own ending); action budget spent; or why the program stopped",
     "reset_retry": "reset only, when the first attempt failed: its cause (the reset was retried)",
 }
 END_COMPLETED = "completed"
@@ -88,8 +90,9 @@ class ScreenEnv(gym.Env):
         """The public facts an agent is built from (`clinigym.agents.make_agent`)."""
         raise NotImplementedError
 
-    def _info(self, step: int, n_steps: int, coordinates: dict, **public: Any) -> dict[str, Any]:
-        info = {"mode": self.mode, "step": step, "n_steps": n_steps, "coordinates": coordinates,
+    def _info(self, step: int, n_steps: int | None, coordinates: dict, **public: Any) -> dict[str, Any]:
+        public = {"n_steps": n_steps, **public}
+        info = {"mode": self.mode, "step": step, "coordinates": coordinates,
                 **{k: v for k, v in public.items() if v is not None or k == "invalid_action"}}
         unknown = set(info) - set(PUBLIC_INFO)
         if unknown:
@@ -138,7 +141,9 @@ def parse_action(action: Any, width: int, height: int) -> tuple[Action | None, s
     try:
         parsed = act.parse(action)
     except act.InvalidAction as exc:
-        return None, str(exc), None
+        # what the agent asked to record (its model's answer) is kept for a refused action too
+        meta = action.get("meta") if isinstance(action, dict) else None
+        return None, str(exc), meta if isinstance(meta, dict) else None
     try:
         act.validate(parsed, width, height)
     except act.InvalidAction as exc:

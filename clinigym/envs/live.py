@@ -1,9 +1,6 @@
-"""A scenario on the live program as a Gymnasium environment.
-
-Coordinate contract (`clinigym.core.geometry`, stated in every `info["coordinates"]`):
-action points are pixels of the observation image; the environment maps them to
-screen pixels by the scale between the two sizes (1 unless an `observation_size` is
-asked for).
+"""A scenario on the live program as a Gymnasium environment, in the steps mode: one
+instruction per step, each action judged against the step's live target (MedSPOT's
+first-error protocol; `recovery=True` continues after an error).
 
 `step()` runs in named phases, each timed in `info["timings"]`: parse (the action),
 judge (against the target resolved on the screen the agent saw), act (inject it through
@@ -13,39 +10,23 @@ terminate (first-error termination, the action budget, the next step's target).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from PIL import Image
-
 from clinigym.core import actions as act
 from clinigym.core import judge
-from clinigym.core.context import AgentContext
-from clinigym.core.errors import ProgramError, TargetNotFound
-from clinigym.core.geometry import Box, Coordinates
-from clinigym.core.records import EpisodeHeader, EpisodeOutcome, StepRecord
+from clinigym.core.errors import TargetNotFound
+from clinigym.core.geometry import Box
+from clinigym.core.records import EpisodeOutcome, StepRecord
 from clinigym.core.screen import Frame
 from clinigym.core.timing import Timings
 from clinigym.envs import spaces
-from clinigym.envs.base import (
-    END_BUDGET,
-    END_CALLED_AFTER,
-    END_COMPLETED,
-    END_INCORRECT,
-    ScreenEnv,
-    parse_action,
-    raw_action,
-)
-from clinigym.envs.start import start_scenario
-from clinigym.runtime.backends import Backend, make_backend
+from clinigym.envs.base import END_BUDGET, END_CALLED_AFTER, END_COMPLETED, END_INCORRECT, parse_action, raw_action
+from clinigym.envs.program import ProgramEnv
+from clinigym.runtime.backends import Backend
 from clinigym.runtime.display import Geometry
-from clinigym.runtime.waiting import poll
-from clinigym.spec.apps import load_app
-from clinigym.spec.conditions import holds
-from clinigym.spec.scenarios import Scenario, Step, load_scenario
+from clinigym.spec.scenarios import Scenario, Step
 
 
 @dataclass
@@ -64,53 +45,33 @@ class _Outcome:
     failure: str | None = None
 
 
-class LiveEnv(ScreenEnv):
-    """One scenario on its live program. `backend` is a backend kind ("local",
-    "docker"; default: see clinigym.runtime.backends), or a running backend to share
-    between environments (the caller then closes it)."""
+class LiveEnv(ProgramEnv):
+    """One scenario on its live program, in the steps mode. `backend` is a backend kind
+    ("local", "docker"; default: see clinigym.runtime.backends), or a running backend to
+    share between environments (the caller then closes it)."""
+    accepted = act.INPUT_ACTIONS   # wait, done, fail and answer belong to the plan and goal modes
 
     def __init__(self, scenario: Scenario | str | Path, backend: Backend | str | None = None,
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, recovery: bool = False,
                  max_actions: int | None = None, render_mode: str | None = None,
                  agent_name: str = "unknown"):
-        self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(Path(scenario))
-        self.app = load_app(self.scenario.app)
-        self._owns_backend = not isinstance(backend, Backend)
-        self.backend = backend if isinstance(backend, Backend) else make_backend(self.app, backend, geometry)
-        g = self.backend.geometry
-        ow, oh = observation_size or (g.width, g.height)
-        self.coords = Coordinates(ow, oh, g.width, g.height)
+        super().__init__(scenario, backend, geometry, observation_size, record_dir, render_mode, agent_name)
         self.recovery = recovery
         n = len(self.scenario.steps)
         self.max_actions = max_actions or (3 * n if recovery else n)
-        self.render_mode = render_mode
-        self.record_dir = Path(record_dir) if record_dir else None
-        self.agent_name = agent_name
+        ow, oh = self.coords.obs_w, self.coords.obs_h
         self.observation_space = spaces.observation_space(ow, oh, n, [st.instruction for st in self.scenario.steps])
         self.action_space = spaces.action_space(ow, oh)
-        self._frame: Frame | None = None
         self._step_index = 0
         self._actions = 0
-        self._done = True
         self._targets: tuple[Box | None, Box | None] = (None, None)
 
-    def agent_context(self) -> AgentContext:
-        return AgentContext((self.coords.obs_w, self.coords.obs_h), self.app.name, act.ACTION_TYPES, self.mode)
-
     # -- observations ------------------------------------------------------------------
-    def _to_obs(self, frame: Frame) -> np.ndarray:
-        rgb = frame.rgb
-        if (self.coords.obs_w, self.coords.obs_h) != (rgb.shape[1], rgb.shape[0]):
-            rgb = np.asarray(Image.fromarray(rgb).resize((self.coords.obs_w, self.coords.obs_h), Image.BILINEAR))
-        return rgb
-
     def _observe(self, frame: Frame) -> dict:
-        self._frame = frame
-        self._obs_rgb = self._to_obs(frame)
         steps = self.scenario.steps
         instruction = steps[self._step_index].instruction if self._step_index < len(steps) else ""
-        return {"screenshot": self._obs_rgb.copy(), "instruction": instruction, "step": self._step_index}
+        return {"screenshot": self._screenshot(frame), "instruction": instruction, "step": self._step_index}
 
     def _public(self, **public: Any) -> dict[str, Any]:
         return self._info(self._step_index, len(self.scenario.steps), self.coords.info(), **public)
@@ -123,14 +84,11 @@ class LiveEnv(ScreenEnv):
         step = self.scenario.steps[self._step_index]
         boxes = []
         for target in (step.target, step.end_target):
-            if target is None:
-                boxes.append(None)
-                continue
-            box = poll(lambda t=target: self.backend.resolve(t), timeout=5)
-            if box is None:
+            box = None if target is None else self._resolve(target, timeout=5)
+            if target is not None and box is None:
                 raise TargetNotFound(f"step {self._step_index + 1}: target {target.model_dump(exclude_none=True)} "
                                      "not found on the live screen")
-            boxes.append(self.coords.box_to_obs(box))
+            boxes.append(box)
         self._targets = (boxes[0], boxes[1])
 
     # -- reset ------------------------------------------------------------------------
@@ -138,29 +96,13 @@ class LiveEnv(ScreenEnv):
         super().reset(seed=seed)
         self._finish_recording(EpisodeOutcome("abandoned"))
         timings = Timings()
-        retry = None
-        with timings.phase("reset"):
-            try:
-                frame = start_scenario(self.backend, self.scenario)
-            except ProgramError as exc:
-                # Self-healing: one more try from a new display and fresh processes.
-                retry = f"{type(exc).__name__}: {exc}"
-                self.backend.close_display()
-                frame = start_scenario(self.backend, self.scenario)
+        frame, retry = self._start(timings)
         self._step_index, self._actions, self._done = 0, 0, False
         self._resolve_targets()
         obs = self._observe(frame)
-        self._start_recording(f"{self.scenario.app}-{self.scenario.id}", self._header(seed, retry))
+        self._start_recording(f"{self.scenario.app}-{self.scenario.id}",
+                              self._header(seed, retry, recovery=self.recovery))
         return obs, self._public(timings=timings.done(), reset_retry=retry)
-
-    def _header(self, seed: int | None, retry: str | None) -> EpisodeHeader:
-        s = self.scenario
-        return EpisodeHeader(
-            scenario=s.key, app=s.app, overview=s.overview, n_steps=len(s.steps), coordinates=self.coords.info(),
-            steps=[{"instruction": st.instruction, "action": st.action} for st in s.steps], seed=seed,
-            backend=self.backend.kind, mode=self.mode, recovery=self.recovery, scenario_path=str(s.path),
-            gym_id=s.gym_id, medspot=s.medspot.model_dump() if s.medspot else None,
-            versions=self.backend.package_versions(), reset_retry=retry)
 
     # -- step -------------------------------------------------------------------------
     def step(self, action):
@@ -177,9 +119,9 @@ class LiveEnv(ScreenEnv):
             hit, type_ok = self._judge(step, parsed, *targets)
         out = _Outcome(self._frame, invalid, hit, type_ok, dead=self.backend.dead())
         with timings.phase("act"):
-            self._act(parsed, out)
+            self._act_step(parsed, out)
         with timings.phase("settle"):
-            self._settle(parsed, step, out)
+            self._settle_step(parsed, step, out)
         with timings.phase("outcome"):
             self._outcome(step, parsed, out)
         with timings.phase("terminate"):
@@ -217,34 +159,27 @@ class LiveEnv(ScreenEnv):
             type_ok = type_ok and (parsed.text or "") == step.text
         return hit, type_ok
 
-    def _pointer_obs(self) -> tuple[float, float]:
-        return self.coords.to_obs(self.backend.display.pointer())
-
-    def _act(self, parsed: act.Action | None, out: _Outcome) -> None:
+    def _act_step(self, parsed: act.Action | None, out: _Outcome) -> None:
         if parsed is None or out.dead is not None:
             return
-        point = self.coords.to_screen(parsed.point) if parsed.point is not None else None
-        end = self.coords.to_screen(parsed.end_point) if parsed.end_point is not None else None
-        try:
-            self.backend.display.perform(parsed.type, point, end, parsed.text, parsed.keys, parsed.scroll)
-        except act.InvalidAction as exc:   # an input the display cannot produce (an unknown key)
-            out.invalid = str(exc)
-
-    def _settle(self, parsed: act.Action | None, step: Step, out: _Outcome) -> None:
-        if parsed is None or out.dead is not None:
+        if parsed.type not in self.accepted:
+            out.invalid = f"{parsed.type}() ends a plan or goal episode; this is a steps episode"
             return
-        t = time.monotonic()
-        out.frame, out.settled = self.backend.settle(since=self._frame)
-        out.settle_time = time.monotonic() - t
-        out.dead = self.backend.dead(quitting=frozenset(c.exited for c in step.transition if c.exited))
+        out.invalid = self._act(parsed)
+
+    def _settle_step(self, parsed: act.Action | None, step: Step, out: _Outcome) -> None:
+        if parsed is None or out.dead is not None or parsed.type not in self.accepted:
+            return
+        out.frame, out.settled, out.settle_time, out.dead = self._settle(
+            frozenset(c.exited for c in step.transition if c.exited))
 
     def _outcome(self, step: Step, parsed: act.Action | None, out: _Outcome) -> None:
         if parsed is not None and out.dead is None:
             out.transition_seen, out.frame = self._transition(step, out.hit and out.type_ok and not out.invalid,
-                                                              out.frame)
+                                                              self._frame, out.frame)
         out.correct = bool(out.hit and out.type_ok and not out.invalid and out.transition_seen and out.dead is None)
         if out.correct and self._step_index == len(self.scenario.steps) - 1 and self.scenario.check:
-            out.final_check = self._final_check()
+            out.final_check = self._checks_hold(out.frame, self.app.settle.timeout)
             out.correct = out.final_check
         if not out.correct:
             out.failure = self._failure(parsed, out)
@@ -282,39 +217,6 @@ class LiveEnv(ScreenEnv):
             return "wrong_action_type"
         return "no_transition"
 
-    def _transition(self, step: Step, expected: bool, after: Frame) -> tuple[bool, Frame]:
-        """Whether every expected condition holds. For a correct action, wait for it
-        (bounded) and re-settle if the screen moved on meanwhile; otherwise look once."""
-        def check(frame: Frame) -> bool:
-            return all(holds(c, self.backend, self._frame, frame, self.app.settle.min_changed)
-                       for c in step.transition)
-        if check(after):
-            return True, after
-        if not expected:
-            return False, after
-        deadline = time.monotonic() + self.app.settle.timeout
-        while time.monotonic() < deadline:
-            frame, _ = self.backend.settle(since=after)
-            if check(frame):
-                return True, frame
-            after = frame
-        return False, after
-
-    def _final_check(self) -> bool:
-        return bool(poll(lambda: all(holds(c, self.backend) for c in self.scenario.check),
-                         timeout=self.app.settle.timeout))
-
-    def moving_pixels(self, seconds: float, interval: float = 0.05) -> np.ndarray:
-        """Which pixels of the last observation change by themselves (a blinking caret, a
-        clock) while the screen is watched for `seconds`: an H x W boolean mask in
-        observation pixels. Nothing is sent to the program."""
-        moving = np.zeros(self._obs_rgb.shape[:2], bool)
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            moving |= np.any(self._to_obs(self.backend.display.grab()) != self._obs_rgb, axis=-1)
-            time.sleep(interval)
-        return moving
-
     # -- ground truth (privileged: `clinigym.envs.ground_truth`) -----------------------------
     def _truth_target(self) -> Box | None:
         return None if self._done else self._targets[0]
@@ -325,8 +227,3 @@ class LiveEnv(ScreenEnv):
         step = self.scenario.steps[self._step_index]
         target, end = self._targets
         return act.Action(step.action, target.center, end.center if end else None, step.text)
-
-    def close(self) -> None:
-        super().close()
-        if self._owns_backend:
-            self.backend.close()

@@ -1,5 +1,7 @@
-"""Gymnasium registration: `clinigym/<app>-<scenario>-v0` for every scenario file of the
-search path (`clinigym.spec.paths`), `clinigym/Scenario-v0`, which takes `scenario=PATH`,
+"""Gymnasium registration: `clinigym/<app>-<scenario>-v0` (the steps mode) and
+`clinigym/<app>-<scenario>-plan-v0` and `-goal-v0` for every scenario file of the
+search path (`clinigym.spec.paths`), `clinigym/Scenario-v0`, which takes `scenario=PATH`
+(and `mode=`),
 and `clinigym/Static-v0`, the static keyframe mode, which takes `dataset=FOLDER`
 (MedSPOT format). Only file names are read here: a scenario is parsed when it is made."""
 from __future__ import annotations
@@ -8,7 +10,17 @@ import gymnasium as gym
 
 GENERIC_ID = "clinigym/Scenario-v0"
 ENTRY = "clinigym.envs.live:LiveEnv"
+GOAL_ENTRY = "clinigym.envs.goal:GoalEnv"
 STATIC_ID = "clinigym/Static-v0"
+
+
+def make_live(scenario, mode: str = "steps", **kwargs):
+    """A live environment of a scenario in a mode (`clinigym.core.context.MODES`)."""
+    if mode == "steps":
+        from clinigym.envs.live import LiveEnv
+        return LiveEnv(scenario, **kwargs)
+    from clinigym.envs.goal import GoalEnv
+    return GoalEnv(scenario, mode=mode, **kwargs)
 
 
 def register_envs() -> None:
@@ -16,11 +28,12 @@ def register_envs() -> None:
 
     # Live programs cannot promise bit-identical steps (info carries wall-clock timings).
     if GENERIC_ID not in gym.registry:
-        gym.register(GENERIC_ID, entry_point=ENTRY, nondeterministic=True)
+        gym.register(GENERIC_ID, entry_point=make_live, nondeterministic=True)
     if STATIC_ID not in gym.registry:
         gym.register(STATIC_ID, entry_point="clinigym.envs.static:StaticEnv")
     for path in scenario_paths():
-        env_id = f"clinigym/{path.parent.name}-{path.stem}-v0"
-        if env_id not in gym.registry:
-            gym.register(env_id, entry_point=ENTRY, kwargs={"scenario": str(path)},
-                         nondeterministic=True)
+        for mode, suffix, entry in (("steps", "", ENTRY), ("plan", "-plan", GOAL_ENTRY), ("goal", "-goal", GOAL_ENTRY)):
+            env_id = f"clinigym/{path.parent.name}-{path.stem}{suffix}-v0"
+            if env_id not in gym.registry:
+                kwargs = {"scenario": str(path)} | ({} if mode == "steps" else {"mode": mode})
+                gym.register(env_id, entry_point=entry, kwargs=kwargs, nondeterministic=True)

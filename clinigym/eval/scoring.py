@@ -139,9 +139,19 @@ def result_from_episode(ep: Episode) -> TaskResult:
                       h.category or categorize(h.overview), steps_correct)
 
 
-def score_dirs(dirs: list[Path]) -> tuple[dict, list[TaskResult]]:
-    results = [result_from_episode(read_episode(f)) for d in dirs for f in episode_folders(d)]
-    return summarize(results), results
+def score_dirs(dirs: list[Path], penalties: str | None = None) -> tuple[dict, list]:
+    """Steps-mode (and static) episodes get PROTOCOL.md's metrics; plan and goal episodes
+    get theirs (`clinigym.eval.goal_scoring`) under `summary["modes"]`. The results list
+    holds both kinds."""
+    from clinigym.core.audit import DEFAULT_PENALTIES
+    from clinigym.eval.goal_scoring import GOAL_MODES, goal_result, summarize_goal
+    episodes = [read_episode(f) for d in dirs for f in episode_folders(d)]
+    steps = [result_from_episode(ep) for ep in episodes if ep.header.mode not in GOAL_MODES]
+    goals = [goal_result(ep) for ep in episodes if ep.header.mode in GOAL_MODES]
+    summary = summarize(steps)
+    if goals:
+        summary["modes"] = summarize_goal(goals, penalties or DEFAULT_PENALTIES)
+    return summary, [*steps, *goals]
 
 
 def _pct(v) -> str:
@@ -149,7 +159,16 @@ def _pct(v) -> str:
 
 
 def format_table(summary: dict, title: str = "") -> str:
-    """A plain-text table: one row per program and the overall row (with its 95% CI below)."""
+    """Plain-text tables: PROTOCOL.md's metrics of the steps-mode tasks, one row per program
+    and the overall row (with its 95% CI below); then one table per plan or goal mode."""
+    from clinigym.eval.goal_scoring import format_goal_table
+    goal_tables = [format_goal_table(mode, m) for mode, m in summary.get("modes", {}).items()]
+    if goal_tables and not summary.get("n_tasks"):
+        return "\n\n".join(([title] if title else []) + goal_tables)
+    return "\n\n".join([_steps_table(summary, title), *goal_tables])
+
+
+def _steps_table(summary: dict, title: str) -> str:
     rows = [(app, m) for app, m in summary.get("per_app", {}).items()] + [("ALL", summary)]
     head = f"{'program':<14} {'tasks':>5} {'TCA':>7} {'S1A':>7} {'SHR':>7} {'SHR_att':>7} " \
            f"{'WPS':>6} {'WPS_n':>7}  failures"

@@ -1,4 +1,5 @@
-"""How alike two screens are, the one measure of `clinigym replay` and `clinigym validate`.
+"""How alike two screens are, the one measure of `clinigym replay`, `clinigym validate` and
+the scenarios' `screen` checks (the measure itself is in `clinigym.core.screen`).
 
 - `identical`: the fraction of pixels whose three channels are all equal;
 - `mad`: the mean absolute difference over all pixels and channels (0-255),
@@ -23,39 +24,15 @@ shows the time of the run.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from clinigym.core.geometry import Box, Coordinates
+from clinigym.core.screen import DEFAULT_THRESHOLD, Similarity, similarity
 
-DEFAULT_THRESHOLD = 0.9999
-
-
-@dataclass(frozen=True)
-class Similarity:
-    identical: float   # fraction of pixels with all channels equal
-    mad: float         # mean absolute difference, 0-255
-    differing: int     # number of pixels that differ
-
-    def matches(self, threshold: float = DEFAULT_THRESHOLD) -> bool:
-        return self.identical >= threshold
-
-
-def similarity(a: np.ndarray, b: np.ndarray, ignore: np.ndarray | None = None) -> Similarity:
-    """Two RGB images of the same size (H x W x 3, uint8); pixels where the boolean H x W
-    mask `ignore` is set are left out of every figure."""
-    if a.shape != b.shape:
-        raise ValueError(f"images of different sizes: {a.shape} and {b.shape}")
-    keep = np.ones(a.shape[:2], bool) if ignore is None else ~ignore
-    if not keep.any():
-        return Similarity(1.0, 0.0, 0)
-    same = np.all(a == b, axis=-1)[keep]
-    mad = float(np.abs(a.astype(np.int16) - b.astype(np.int16))[keep].mean())
-    return Similarity(float(same.mean()), mad, int(same.size - same.sum()))
-
+__all__ = ["DEFAULT_THRESHOLD", "Similarity", "load_rgb", "pixel_bounds", "similarity", "wall_clock_mask"]
 
 def load_rgb(path: Path, size: tuple[int, int] | None = None) -> np.ndarray:
     """A PNG as RGB uint8, resized (bilinear, as the environments do) to `size` = (w, h)."""

@@ -11,12 +11,22 @@ Layout of one episode folder::
 PNG files of a step are written before its JSONL line, so every line that is on disk
 has its images. A run folder holds `episodes/<NNNN>-<app>-<id>/` folders and the run's
 `summary.json`. Both environments record through `EpisodeRecorder`, the one writer.
+
+Episode numbers: the runner gives each episode its number up front (`numbered`), so that
+episodes recorded by several processes at once never collide and are numbered the same
+whichever finishes first; otherwise the next number after the folders already there,
+taken under a lock on the folder.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +34,10 @@ import numpy as np
 from PIL import Image
 
 from clinigym._version import __version__
+from clinigym.core.errors import DataError
 from clinigym.core.records import EpisodeHeader, EpisodeOutcome, StepRecord
+
+_NUMBER: ContextVar[int | None] = ContextVar("clinigym_episode_number", default=None)
 
 
 def _jsonable(value: Any):
@@ -82,13 +95,38 @@ class EpisodeRecorder:
         write_json_atomic(self.folder / "episode.json", self.header.to_json())
 
 
+def episode_number(folder: Path | str) -> int | None:
+    """The number of an episode folder (`<NNNN>-<app>-<id>`), None for another name."""
+    found = re.match(r"(\d+)-", Path(folder).name)
+    return int(found.group(1)) if found else None
+
+
+@contextmanager
+def numbered(number: int) -> Iterator[None]:
+    """The episode recorded inside gets folder number `number`."""
+    token = _NUMBER.set(number)
+    try:
+        yield
+    finally:
+        _NUMBER.reset(token)
+
+
 def new_episode(record_dir: Path, name: str, header: EpisodeHeader) -> EpisodeRecorder:
-    """A recorder in `record_dir/<NNNN>-<name>/`, numbered after the folders already there;
-    the header gets the start time and clinigym's version."""
+    """A recorder in `record_dir/<NNNN>-<name>/`: the number given by `numbered`, else the one
+    after the folders already there; the header gets the start time and clinigym's version."""
     record_dir = Path(record_dir)
     record_dir.mkdir(parents=True, exist_ok=True)
-    numbers = [int(p.name[:4]) for p in record_dir.iterdir() if p.name[:4].isdigit()]
-    folder = record_dir / f"{max(numbers, default=0) + 1:04d}-{name}"
-    header.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    header.versions = {"clinigym": __version__, **header.versions}
-    return EpisodeRecorder(folder, header)
+    fd = os.open(record_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)   # one writer numbers at a time, across processes
+        taken = {n: p for p in record_dir.iterdir() if (n := episode_number(p)) is not None}
+        number = _NUMBER.get()
+        if number is None:
+            number = max(taken, default=0) + 1
+        elif number in taken:
+            raise DataError(f"{record_dir}: episode number {number} is {taken[number].name} already")
+        header.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        header.versions = {"clinigym": __version__, **header.versions}
+        return EpisodeRecorder(record_dir / f"{number:04d}-{name}", header)
+    finally:
+        os.close(fd)

@@ -1,25 +1,32 @@
-"""Running agents over scenarios: one live program per app, shared by its scenarios;
-every episode recorded; the run scored into `summary.json`."""
+"""Running agents over scenarios: every episode recorded, the run scored into `summary.json`.
+
+A run writes its parameters to its folder first (`run.json`), numbers its episodes up front
+(`plan`), and runs them in this process (one worker: one program instance per program,
+shared by its scenarios) or in a pool of worker processes (`pool`); either way, the
+episodes' outcomes are the same. `resume` continues a run that was stopped or killed from
+its folder alone. A SIGINT or SIGTERM stops a run: what it started is closed and
+RunStopped is raised.
+"""
 from __future__ import annotations
 
 import json
-import traceback
-import zlib
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
-from clinigym.agents import AGENTS, Agent, make_agent
-from clinigym.envs import ground_truth
-from clinigym.envs.base import ScreenEnv
-from clinigym.envs.live import LiveEnv
 from clinigym.envs.static import StaticEnv
 from clinigym.eval.scoring import score_dirs
-from clinigym.runtime.backends import make_backend
-from clinigym.spec.apps import load_app
-from clinigym.spec.scenarios import Scenario
+from clinigym.run.episodes import Tally, agent_for, run_episode, run_here
+from clinigym.run.plan import Planned, RunSpec, ScenarioRef, partition, plan_episodes
+from clinigym.run.pool import Pool
+from clinigym.run.resume import holding, prepare_resume, read_errors, read_spec, write_spec
+from clinigym.run.stopping import STOP_SIGNALS, RunStopped, stop_on
+from clinigym.runtime.slots import mark_owner
+from clinigym.spec import paths
+from clinigym.spec.scenarios import Scenario, load_scenario
+
+__all__ = ["RunResult", "RunStopped", "agent_for", "resume", "run", "run_episode", "run_static"]
 
 
 @dataclass
@@ -28,57 +35,62 @@ class RunResult:
     errors: list[dict] = field(default_factory=list)
 
 
-def agent_for(env: ScreenEnv, name: str, seed: int | None = None, **options) -> Agent:
-    """The agent `name` for an environment: built from its public context; the environment's
-    ground truth is passed only to a privileged agent (the oracle)."""
-    truth = ground_truth(env) if AGENTS[name].privileged else None
-    return make_agent(name, env.agent_context(), seed, privileged=truth, **options)
-
-
-def run_episode(env: ScreenEnv, agent: Agent, seed: int | None, reset_options: dict | None = None) -> dict:
-    """One episode; the last step's public info."""
-    obs, info = env.reset(seed=seed, options=reset_options)
-    agent.reset(seed)
-    while True:
-        action = agent.act(obs, info)
-        obs, _, terminated, truncated, info = env.step(action)
-        if terminated or truncated:
-            return info
-
-
 def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1,
         seed: int = 0, recovery: bool = False, progress: bool = True,
-        agent_options: dict | None = None, backend: str | None = None) -> RunResult:
+        agent_options: dict | None = None, backend: str | None = None, mode: str = "steps",
+        budget: int | None = None, workers: int = 1) -> RunResult:
+    """Every scenario `episodes` times in a mode (`clinigym.core.context.MODES`); `recovery`
+    is for the steps mode, `budget` (actions per episode) for the plan and goal modes.
+    `workers` > 1 runs episodes at once in that many processes, each with its own program
+    instances: the agent must then be one the registry has when clinigym is imported, and
+    a script that calls this must guard its entry point (`if __name__ == "__main__":`), as
+    for any pool of processes started with `spawn`."""
+    spec = RunSpec(tuple(str(s.path) for s in scenarios), agent_name, dict(agent_options or {}), episodes,
+                   seed, mode, recovery, budget, backend,
+                   tuple(str(f) for f in paths.folders() if f != paths.builtin_root()))
     out = Path(out)
+    (out / "episodes").mkdir(parents=True, exist_ok=True)
+    return _execute(spec, out, _plan(spec, scenarios), workers, progress, resuming=False)
+
+
+def resume(out: Path, workers: int = 1, progress: bool = True) -> RunResult:
+    """Continue a run that was stopped or killed, from its folder alone: finished episodes
+    are kept, one that was cut off runs again from its reset; the summary is the one an
+    uninterrupted run gives."""
+    out = Path(out)
+    spec = read_spec(out)
+    for folder in spec.search_path:
+        paths.add_folder(folder)
+    return _execute(spec, out, _plan(spec, [load_scenario(Path(p)) for p in spec.scenarios]), workers,
+                    progress, resuming=True)
+
+
+def _plan(spec: RunSpec, scenarios: list[Scenario]) -> list[Planned]:
+    return plan_episodes([ScenarioRef(str(s.path), s.key, s.app) for s in scenarios], spec.episodes, spec.seed)
+
+
+def _execute(spec: RunSpec, out: Path, planned: list[Planned], workers: int, progress: bool,
+             resuming: bool) -> RunResult:
     episodes_dir = out / "episodes"
-    episodes_dir.mkdir(parents=True, exist_ok=True)
-    by_app: dict[str, list[Scenario]] = defaultdict(list)
-    for s in scenarios:
-        by_app[s.app].append(s)
-    errors = []
-    bar = tqdm(total=len(scenarios) * episodes, desc=f"{agent_name}", unit="ep", disable=not progress)
-    for app_name, app_scenarios in by_app.items():
-        program = make_backend(load_app(app_name), backend)
+    with holding(out):
+        if resuming:
+            todo = prepare_resume(out, planned)
+        else:
+            write_spec(out, spec)
+            todo = planned
+        mark_owner()   # the programs it starts are this run's (workers mark their own)
+        tally = Tally(out, len(planned), len(planned) - len(todo), f"{spec.agent} ({spec.mode})", progress)
         try:
-            for scenario in app_scenarios:
-                env = LiveEnv(scenario, backend=program, record_dir=episodes_dir,
-                              recovery=recovery, agent_name=agent_name)
-                agent = agent_for(env, agent_name, seed, **(agent_options or {}))
-                for ep in range(episodes):
-                    bar.set_postfix_str(scenario.key)
-                    try:
-                        # Each scenario and episode gets its own seed (a random agent must not
-                        # click the same point in every scenario), reproducible from --seed.
-                        run_episode(env, agent, zlib.crc32(f"{seed}/{scenario.key}/{ep}".encode()))
-                    except Exception as exc:  # noqa: BLE001 - one broken scenario must not stop the run
-                        errors.append({"scenario": scenario.key, "episode": ep, "error": str(exc),
-                                       "traceback": traceback.format_exc(limit=4)})
-                    bar.update(1)
-                env.close()
+            if workers > 1 and todo:
+                Pool(spec, episodes_dir, tally, workers).run(todo)
+            else:
+                with stop_on(*STOP_SIGNALS) as guard:
+                    run_here(spec, episodes_dir, partition(todo, 1), tally, guard)
+                    guard.check()
         finally:
-            program.close()
-    bar.close()
-    return _finish(out, errors, agent=agent_name, episodes=episodes, seed=seed, recovery=recovery)
+            tally.close()
+    errors = [e.summary() for e in read_errors(out)]
+    return _finish(out, errors, **spec.summary_fields())
 
 
 def run_static(dataset: Path, agent_name: str, out: Path, software: str | None = None, seed: int = 0,

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from itertools import count
+from urllib.parse import urlsplit
 
 import requests
 import websocket
@@ -12,14 +14,24 @@ from clinigym.core.errors import ProgramError
 from clinigym.core.geometry import Box
 
 # Flags that keep Chromium off the network (only loopback is reachable here),
-# free of first-run UI and infobars, and at a fixed geometry at (0, 0).
+# free of first-run UI and infobars, and at a fixed geometry at (0, 0). A request for any
+# other address (a link an agent follows) goes to a proxy on a closed loopback port and
+# fails there, and no host name is looked up: nothing leaves the machine, and DevTools
+# still reports the request (`RequestLog`), which the safety audit flags.
 CHROMIUM_FLAGS = (
     "--no-sandbox", "--test-type", "--no-first-run", "--no-default-browser-check",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-quic", "--disable-gpu", "--disable-features=Translate,MediaRouter",
     "--disable-session-crashed-bubble", "--password-store=basic", "--hide-crash-restore-bubble",
     "--force-device-scale-factor=1", "--kiosk",
+    "--proxy-server=http://127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
 )
+NETWORK_SCHEMES = ("http", "https", "ws", "wss", "ftp")
+
+
+def is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host == "localhost" or host == "::1" or host.startswith("127.")
 
 
 def chromium_binary() -> str:
@@ -128,3 +140,75 @@ class DevTools:
         for page_id in list(self._ws):
             self._drop(page_id)
         self._http.close()
+
+
+class RequestLog:
+    """Every network request a browser's pages send (method, URL), from DevTools' Network
+    events, for the safety audit (MedCUA logs requests the same way). One connection to
+    the browser: every page is attached as it appears (flattened sessions), so a second
+    window is seen too. Reads only."""
+
+    def __init__(self, port: int):
+        http = requests.Session()
+        http.trust_env = False
+        try:
+            url = http.get(f"http://127.0.0.1:{port}/json/version", timeout=2).json()["webSocketDebuggerUrl"]
+            self._ws = websocket.create_connection(url, timeout=5, suppress_origin=True)
+        except (requests.RequestException, ValueError, KeyError, websocket.WebSocketException, OSError) as exc:
+            raise DevToolsError(f"DevTools request log on port {port}: {type(exc).__name__}: {exc}") from None
+        finally:
+            http.close()
+        self._ids = count(1)
+        self._lock = threading.Lock()
+        self._seen: list[dict[str, str]] = []
+        self._ids_seen: set[tuple[str, str]] = set()   # a page attached twice reports twice
+        self._stop = threading.Event()
+        self._send("Target.setDiscoverTargets", {"discover": True})
+        self._send("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True})
+        self._ws.settimeout(0.2)
+        self._thread = threading.Thread(target=self._listen, name=f"requests-{port}", daemon=True)
+        self._thread.start()
+
+    def _send(self, method: str, params: dict, session: str | None = None) -> None:
+        msg = {"id": next(self._ids), "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        self._ws.send(json.dumps(msg))
+
+    def _event(self, msg: dict) -> None:
+        method, params = msg.get("method"), msg.get("params", {})
+        if method == "Target.targetCreated" and params["targetInfo"].get("type") == "page" \
+                and not params["targetInfo"].get("attached"):
+            self._send("Target.attachToTarget", {"targetId": params["targetInfo"]["targetId"], "flatten": True})
+        elif method == "Target.attachedToTarget" and params["targetInfo"].get("type") == "page":
+            self._send("Network.enable", {}, params["sessionId"])
+        elif method == "Network.requestWillBeSent":
+            req = params["request"]
+            key = (params.get("requestId", ""), req["url"])
+            if urlsplit(req["url"]).scheme in NETWORK_SCHEMES and key not in self._ids_seen:
+                self._ids_seen.add(key)
+                with self._lock:
+                    self._seen.append({"method": req["method"], "url": req["url"]})
+
+    def _listen(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._event(json.loads(self._ws.recv()))
+            except websocket.WebSocketTimeoutException:
+                continue
+            except (websocket.WebSocketException, OSError, ValueError):
+                return   # the browser went away: what was seen stays
+
+    def take(self) -> list[dict[str, str]]:
+        """The requests seen since the last take."""
+        with self._lock:
+            seen, self._seen = self._seen, []
+        return seen
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        try:
+            self._ws.close()
+        except (websocket.WebSocketException, OSError):
+            pass

@@ -5,6 +5,10 @@ window's address bar). With random names, two runs of the same scenario would
 differ there, and a keyframe could not be compared with the live screen. So the
 n-th program of a kind that runs at the same time gets the same folder and the
 same ports every time: `/tmp/clinigym-<app>-<n>`, ports from a fixed block.
+
+Each folder names its owner (the process that claimed it), and every process a backend
+starts carries its owner's pid in the environment (`OWNER_ENV`): what a run that was
+killed left behind is told from what a live run holds by whether the owner is alive.
 """
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ from clinigym.core.errors import ProgramError
 from clinigym.spec.apps import PORT_BASE, PORTS_PER_BLOCK, PORTS_PER_SLOT, SLOTS
 
 ROOT = Path(tempfile.gettempdir())
+OWNER_ENV = "CLINIGYM_OWNER"
+DISPLAY_FOLDERS = "clinigym-display-"   # how a DisplaySession names its folder of logs: not a work folder
 
 
 @dataclass(frozen=True)
@@ -39,11 +45,22 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _owner_alive(folder: Path) -> bool:
+def mark_owner() -> None:
+    """Make this process the owner of every process started from it from now on: they, and
+    theirs, inherit its pid in their environment (`OWNER_ENV`)."""
+    os.environ[OWNER_ENV] = str(os.getpid())
+
+
+def _owner(folder: Path) -> int | None:
     try:
-        return pid_alive(int((folder / "owner").read_text()))
+        return int((folder / "owner").read_text())
     except (OSError, ValueError):
-        return False
+        return None
+
+
+def _owner_alive(folder: Path) -> bool:
+    owner = _owner(folder)
+    return owner is not None and pid_alive(owner)
 
 
 def _bindable(port: int) -> bool:
@@ -88,3 +105,20 @@ def claim(app: str, port_block: int | None, port_names: list[str]) -> Slot:
             (folder / "owner").write_text(str(os.getpid()))
             return Slot(n, folder, ports)
     raise ProgramError(f"{app}: all {SLOTS} slots are taken (run `clinigym cleanup`?)")
+
+
+def remove_workdirs(owners: set[int] | None = None) -> list[str]:
+    """Remove the work folders owned by `owners` (processes that are gone or stopping), or
+    without `owners` every one whose owner is gone; the removed folders."""
+    removed = []
+    with open(ROOT / "clinigym-slots.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # not while a claimer looks at them
+        for folder in sorted(ROOT.glob("clinigym-*-*")):
+            if not folder.is_dir() or not folder.name.rsplit("-", 1)[1].isdigit() \
+                    or folder.name.startswith(DISPLAY_FOLDERS):
+                continue
+            left = not _owner_alive(folder) if owners is None else _owner(folder) in owners
+            if left:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(str(folder))
+    return removed

@@ -23,6 +23,7 @@ from pydantic import Field, field_validator, model_validator
 
 from clinigym.spec import paths
 from clinigym.spec.files import Spec, SpecError, parse, read_yaml
+from clinigym.spec.records import RecordSet
 
 SLOTS = 64                       # instances of one program at once
 PORTS_PER_SLOT = 10
@@ -126,6 +127,8 @@ class AppSpec(Spec):
     prepare: list[PrepareStep] = []
     processes: list[Process]
     settle: Settle = Settle()
+    records: dict[str, RecordSet] = Field({}, description="the program's records, read by the safety audit of "
+                                                          "plan and goal episodes (clinigym.spec.records)")
     folder: Path = Field(exclude=True)
 
     @field_validator("processes")

@@ -1,5 +1,5 @@
 """Conditions on a live program: a window, a DOM element, a screen region, a REST answer,
-a state file, an exited process.
+a state file, an exited process, a screen region equal to a recorded reference.
 
 Used for readiness of scenario set-up (`until`), the expected transition after each step
 and the final state checks of a scenario. Each kind is one row of `KINDS`: its value's
@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import Field, create_model, model_validator
+import numpy as np
+from PIL import Image
+from pydantic import Field, PrivateAttr, ValidationInfo, create_model, field_validator, model_validator
 
 from clinigym.core.geometry import Box
-from clinigym.core.screen import Frame, region_changed
+from clinigym.core.screen import DEFAULT_THRESHOLD, Frame, region_changed, similarity
 from clinigym.spec.files import Spec
 
 
@@ -54,6 +57,82 @@ class HttpCheck(Spec):
 class FileText(Spec):
     path: str = Field(description="glob, relative to the program's state folder")
     text: str = Field(min_length=1, description="one matching file contains this text")
+
+
+def _reference_path(reference: str, context: dict | None) -> Path:
+    """A `screen` reference as a path: relative to the scenario file being loaded."""
+    path = Path(reference)
+    if path.is_absolute():
+        return path
+    if not context or context.get("path") is None:
+        raise ValueError(f"{reference!r} is relative, but to no file (give an absolute path)")
+    return Path(context["path"]).resolve().parent / path
+
+
+class ScreenRef(Spec):
+    """A region of the final screen that must look like a recorded reference image: for an
+    effect only the screen shows (a flipped, windowed, zoomed image; a layout)."""
+    box: list[int] = Field(min_length=4, max_length=4, description="x1, y1, x2, y2 screen pixels (end exclusive)")
+    reference: str = Field(min_length=1, description="PNG of the box's pixels after the task, relative to the "
+                                                     "scenario file (`clinigym reference` records it)")
+    min_identical: float = Field(DEFAULT_THRESHOLD, gt=0, le=1,
+                                 description="fraction of the box's pixels that must equal the reference's")
+    _path: Path | None = PrivateAttr(None)
+
+    @field_validator("box")
+    @classmethod
+    def _box(cls, v):
+        if not (0 <= v[0] < v[2] and 0 <= v[1] < v[3]):
+            raise ValueError(f"must be [x1, y1, x2, y2] with 0 <= x1 < x2 and 0 <= y1 < y2, not {v}")
+        return v
+
+    @field_validator("reference")
+    @classmethod
+    def _file(cls, v, info: ValidationInfo):
+        path = _reference_path(v, info.context)
+        if not path.is_file():
+            if (info.context or {}).get("record_references"):
+                return v   # `clinigym reference` is about to record it
+            raise ValueError(f"no such file {path} (record it with `clinigym reference`)")
+        box = info.data.get("box")
+        with Image.open(path) as img:
+            size = img.size
+        if box is not None and size != (box[2] - box[0], box[3] - box[1]):
+            raise ValueError(f"{path} is {size[0]}x{size[1]} pixels, the box {box[2] - box[0]}x{box[3] - box[1]}")
+        return v
+
+    @model_validator(mode="after")
+    def _resolve(self, info: ValidationInfo):
+        self._path = _reference_path(self.reference, info.context)
+        return self
+
+    @property
+    def path(self) -> Path:
+        """The reference file (resolved when the scenario was loaded)."""
+        assert self._path is not None
+        return self._path
+
+
+def screen_region(frame: Frame, box: list[int]) -> np.ndarray:
+    """The RGB pixels of a box of a screen (x1, y1, x2, y2; end exclusive)."""
+    x1, y1, x2, y2 = box
+    h, w = frame.bgra.shape[:2]
+    if x2 > w or y2 > h:
+        raise ValueError(f"the box {box} lies outside the {w}x{h} screen")
+    return np.ascontiguousarray(frame.bgra[y1:y2, x1:x2, 2::-1])
+
+
+@lru_cache(maxsize=32)
+def _reference_rgb(path: str, mtime_ns: int) -> np.ndarray:
+    # cached per file version: a check looks many times while it waits
+    with Image.open(path) as img:
+        return np.asarray(img.convert("RGB"), dtype=np.uint8)
+
+
+def screen_identity(ref: ScreenRef, frame: Frame) -> float:
+    """The fraction of the box's pixels that equal the reference's (`clinigym.core.screen.similarity`)."""
+    stored = _reference_rgb(str(ref.path), ref.path.stat().st_mtime_ns)
+    return similarity(screen_region(frame, ref.box), stored).identical
 
 
 class Probe(Protocol):
@@ -117,6 +196,12 @@ def _http(check: HttpCheck, cond: Any, ctx: CheckContext) -> bool:
     return check.not_contains is None or check.not_contains not in resp.text
 
 
+def _screen(value: ScreenRef, cond: Any, ctx: CheckContext) -> bool:
+    if ctx.after is None:
+        raise ValueError("`screen` compares the current screen with its reference: give the screen (after)")
+    return screen_identity(value, ctx.after) >= value.min_identical
+
+
 def _file_contains(value: FileText, cond: Any, ctx: CheckContext) -> bool:
     return any(value.text in Path(f).read_text(errors="replace")
                for f in ctx.probe.state_glob(value.path) if Path(f).is_file())
@@ -136,6 +221,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("no_file", str, "glob that matches nothing in the state folder",
          lambda v, c, ctx: not ctx.probe.state_glob(v)),
     Kind("file_contains", FileText, "a state file holds a text (a changed preference)", _file_contains),
+    Kind("screen", ScreenRef, "this region of the screen equals a recorded reference image (at least "
+                              "min_identical of its pixels): an effect only the screen shows", _screen),
     Kind("exited", str, "this process of the program ended with status 0 (a task that quits the "
                         "program; only in a scenario's last step)",
          lambda v, c, ctx: ctx.probe.exit_status(v) == 0),

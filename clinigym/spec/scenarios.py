@@ -17,7 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from clinigym.core.actions import STEP_ACTIONS
 from clinigym.spec import paths
-from clinigym.spec.apps import app_names
+from clinigym.spec.apps import app_names, load_app
 from clinigym.spec.conditions import KINDS, Condition, Target
 from clinigym.spec.files import Spec, SpecError, parse, read_yaml
 
@@ -79,10 +79,50 @@ class Step(_Acting):
     _transition_list = field_validator("transition", mode="before")(_listify)
 
 
+class Answer(Spec):
+    """An information task's answer, the fixtures' truth (`clinigym.core.audit.answer_matches`)."""
+    text: str | None = Field(None, description="the expected text (case, spacing, '^' and surrounding "
+                                               "punctuation ignored)")
+    accept: list[str] = Field([], description="other texts that are right too")
+    number: float | None = Field(None, description="the expected number: the answer holds exactly one")
+    tolerance: float = Field(0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.text is None) == (self.number is None):
+            raise ValueError("give exactly one of text or number")
+        if self.number is None and self.tolerance:
+            raise ValueError("tolerance goes with number")
+        if self.number is not None and self.accept:
+            raise ValueError("accept goes with text")
+        return self
+
+
+class Change(Spec):
+    """How many records of one set the task may create, delete or modify, and the values every
+    created or modified record must hold (`clinigym.core.audit.Allowance`)."""
+    created: int = Field(0, ge=0)
+    deleted: int = Field(0, ge=0)
+    modified: int = Field(0, ge=0)
+    values: dict[str, str] = {}
+
+
+class Safety(Spec):
+    """What the task may change; everything else must stay as it was (the safety audit)."""
+    patients: list[str] = Field([], description="the patients the task names (globs allowed, for an anonymized "
+                                                "copy): a change to another patient's records "
+                                                "is a patient-identity violation")
+    may_change: dict[str, Change] = Field({}, description="per record set of the program (its `records:`)")
+
+
 class Scenario(Spec):
     id: str
     app: str
     overview: str = Field(min_length=1)
+    goal: str | None = Field(None, description="the intent-level goal (goal mode), as a clinician would "
+                                               "delegate the task: the patient, study or value, not the clicks")
+    answer: Answer | None = Field(None, description="an information task: the answer the agent must give")
+    safety: Safety = Safety()
     medspot: MedspotRef | None = None
     adaptation: str | None = Field(None, description="how the task differs from MedSPOT's build")
     args: list[str] = Field([], description="extra arguments for the program's main process "
@@ -123,13 +163,33 @@ class Scenario(Spec):
                                  "a final check has no action")
         return self
 
+    @model_validator(mode="after")
+    def _record_sets(self):
+        if self.app not in app_names():
+            return self   # reported by the app field's own check
+        known = load_app(self.app).records
+        for name in self.safety.may_change:
+            if name not in known:
+                raise ValueError(f"safety.may_change: {name!r} is not a record set of {self.app} "
+                                 f"(its records: {', '.join(known) or 'none'})")
+        return self
+
+    @property
+    def quits(self) -> bool:
+        """The task ends by quitting the program (its last step expects an exit)."""
+        return any(c.exited for c in self.steps[-1].transition)
+
     @property
     def key(self) -> str:
         return f"{self.app}/{self.id}"
 
     @property
     def gym_id(self) -> str:
-        return f"clinigym/{self.app}-{self.id}-v0"
+        return self.mode_gym_id("steps")
+
+    def mode_gym_id(self, mode: str) -> str:
+        """The registered id of this scenario in a mode (`clinigym.core.context.MODES`)."""
+        return f"clinigym/{self.app}-{self.id}{'' if mode == 'steps' else '-' + mode}-v0"
 
 
 @cache

@@ -1,2 +1,3 @@
-"""Test helpers that are part of the package: an OpenAI-compatible server on loopback that
-answers like a chosen model family (`openai_server`)."""
+"""Test helpers that are part of the package: OpenAI-compatible servers on loopback that
+answer like a grounding model family (`openai_server`) or like a computer-use model
+driven by a policy (`cua_server`, `policies`)."""

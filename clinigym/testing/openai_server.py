@@ -1,7 +1,13 @@
-"""A small OpenAI-compatible server on loopback that answers like a chosen model family,
-grounding with a local grounder (the OCR agent by default). It lets every adapter be
-tested end to end over real HTTP on the real programs without model weights, and
-can be told to fail (HTTP 500, a timeout, malformed JSON, an empty answer).
+"""Small OpenAI-compatible servers on loopback, so that every model adapter is tested end
+to end over real HTTP (on the real programs too) without model weights.
+
+- `LoopbackServer`: the HTTP side shared by both: POSTs on 127.0.0.1, every request body
+  kept, and failures on demand, consumed one per request (HTTP 500, a timeout, malformed
+  JSON, an empty answer).
+- `TestServer(family)`: answers like a grounding model family, grounding with a local
+  grounder (the OCR agent by default).
+- `clinigym.testing.cua_server.CuaServer(format, policy)`: answers like a computer-use
+  model, its actions chosen by a policy.
 
     with TestServer("ui-tars-1.5") as server:
         agent = HttpAgent(family="ui-tars-1.5", base_url=server.url)
@@ -15,11 +21,13 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from clinigym.agents.families import Family, get_family
+from clinigym.core.errors import ClinigymError
 
 Grounder = Callable[[np.ndarray, str], "tuple[float, float] | None"]
 FAILURES = ("500", "timeout", "malformed", "empty")
@@ -49,15 +57,24 @@ def _texts(messages: list[dict]) -> str:
     return "\n".join(parts)
 
 
-def _image(messages: list[dict]) -> np.ndarray:
-    for m in messages:
-        for p in m.get("content") if isinstance(m.get("content"), list) else []:
-            url = p.get("image_url")
-            url = url.get("url") if isinstance(url, dict) else url
-            if url and url.startswith("data:image/"):
-                raw = base64.b64decode(url.split(",", 1)[1])
-                return np.asarray(Image.open(io.BytesIO(raw)).convert("RGB"))
-    raise ValueError("no image in the request")
+def last_image(body: Any) -> np.ndarray | None:
+    """The last screenshot of a request (a data URL anywhere in it: the current one)."""
+    urls: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str) and value.startswith("data:image/"):
+            urls.append(value)
+    walk(body)
+    if not urls:
+        return None
+    raw = base64.b64decode(urls[-1].split(",", 1)[1])
+    return np.asarray(Image.open(io.BytesIO(raw)).convert("RGB"))
 
 
 def instruction_of(family: Family, messages: list[dict], size: tuple[int, int], api: str) -> str:
@@ -72,13 +89,26 @@ def instruction_of(family: Family, messages: list[dict], size: tuple[int, int], 
     return text[start:end].strip()
 
 
-class TestServer:
+def chat_reply(text: str, model: str | None) -> dict[str, Any]:
+    return {"id": "chatcmpl-test", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": len(text.split())}}
+
+
+def responses_reply(output: list[dict[str, Any]], response_id: str = "resp-test") -> dict[str, Any]:
+    return {"id": response_id, "object": "response", "output": output}
+
+
+class BadRequest(ClinigymError, ValueError):
+    """A request the server answers with HTTP 400 (a test's mistake, shown to the client)."""
+
+
+class LoopbackServer:
+    """Answers POSTs under /v1 with `reply(api, body)` ("chat.completions" or "responses"),
+    after the failures asked for; an "empty" failure answers `empty(api, body)`."""
     __test__ = False   # not a pytest class
 
-    def __init__(self, family: str | Family, grounder: Grounder | None = None,
-                 failures: list[str] = (), hang: float = 5.0):
-        self.family = family if isinstance(family, Family) else get_family(family)
-        self._grounder = grounder
+    def __init__(self, failures: list[str] = (), hang: float = 5.0):
         self.failures = list(failures)   # consumed one per request, then normal answers
         for f in self.failures:
             if f not in FAILURES:
@@ -94,22 +124,11 @@ class TestServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def grounder(self) -> Grounder:
-        with self._lock:
-            if self._grounder is None:
-                self._grounder = ocr_grounder()
-            return self._grounder
+    def reply(self, api: str, body: dict) -> dict[str, Any]:
+        raise NotImplementedError
 
-    def answer(self, body: dict, api: str) -> str:
-        """The family's native answer text for one request."""
-        messages = body["messages"] if api == "chat.completions" else body["input"]
-        rgb = _image(messages)
-        size = (rgb.shape[1], rgb.shape[0])
-        instruction = instruction_of(self.family, messages, size, api)
-        with self._lock:   # one grounding at a time: OCR is not re-entrant
-            point = self.grounder()(rgb, instruction)
-        # The image arrived at the family's sent size, which is its own resize target.
-        return self.family.format_answer([point], size) if point else "I cannot find that element."
+    def empty(self, api: str, body: dict) -> dict[str, Any]:
+        raise NotImplementedError
 
     def _handler(self):
         server = self
@@ -136,16 +155,10 @@ class TestServer:
                 if failure == "malformed":
                     return self._send(200, b"{not json")
                 api = "responses" if self.path.endswith("/responses") else "chat.completions"
-                text = "" if failure == "empty" else server.answer(body, api)
-                if api == "responses":
-                    output = [json.loads(text)] if text.startswith("{") else \
-                        [{"type": "message", "content": [{"type": "output_text", "text": text}]}]
-                    reply = {"id": "resp-test", "object": "response", "output": output}
-                else:
-                    reply = {"id": "chatcmpl-test", "object": "chat.completion", "model": body.get("model"),
-                             "choices": [{"index": 0, "finish_reason": "stop",
-                                          "message": {"role": "assistant", "content": text}}],
-                             "usage": {"prompt_tokens": 0, "completion_tokens": len(text.split())}}
+                try:
+                    reply = server.empty(api, body) if failure == "empty" else server.reply(api, body)
+                except BadRequest as exc:
+                    return self._send(400, json.dumps({"error": {"message": str(exc)}}).encode())
                 self._send(200, json.dumps(reply).encode())
 
         return Handler
@@ -159,3 +172,42 @@ class TestServer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class TestServer(LoopbackServer):
+    def __init__(self, family: str | Family, grounder: Grounder | None = None,
+                 failures: list[str] = (), hang: float = 5.0):
+        self.family = family if isinstance(family, Family) else get_family(family)
+        self._grounder = grounder
+        super().__init__(failures, hang)
+
+    def grounder(self) -> Grounder:
+        with self._lock:
+            if self._grounder is None:
+                self._grounder = ocr_grounder()
+            return self._grounder
+
+    def answer(self, body: dict, api: str) -> str:
+        """The family's native answer text for one request."""
+        messages = body["messages"] if api == "chat.completions" else body["input"]
+        rgb = last_image(messages)
+        if rgb is None:
+            raise BadRequest("no image in the request")
+        size = (rgb.shape[1], rgb.shape[0])
+        instruction = instruction_of(self.family, messages, size, api)
+        with self._lock:   # one grounding at a time: OCR is not re-entrant
+            point = self.grounder()(rgb, instruction)
+        # The image arrived at the family's sent size, which is its own resize target.
+        return self.family.format_answer([point], size) if point else "I cannot find that element."
+
+    def _wrap(self, api: str, body: dict, text: str) -> dict[str, Any]:
+        if api == "responses":
+            return responses_reply([json.loads(text)] if text.startswith("{") else
+                                   [{"type": "message", "content": [{"type": "output_text", "text": text}]}])
+        return chat_reply(text, body.get("model"))
+
+    def reply(self, api: str, body: dict) -> dict[str, Any]:
+        return self._wrap(api, body, self.answer(body, api))
+
+    def empty(self, api: str, body: dict) -> dict[str, Any]:
+        return self._wrap(api, body, "")

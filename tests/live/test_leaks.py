@@ -1,8 +1,8 @@
 """Nothing an agent receives locates the answer.
 
 An agent that keeps everything it is given (its construction arguments, every observation,
-every info) runs every mode: strict and recovery on the live programs, a scaled live
-observation, the static keyframe mode and its single-step variant. The test drives the
+every info) runs every mode: strict and recovery on the live programs, the plan and goal
+modes, a scaled live observation, the static keyframe mode and its single-step variant. The test drives the
 episodes through every step with the ground truth (so that every step's target exists),
 then searches what the agent kept for any step's target: box corners and centres
 (within 1.5 pixels, in observation pixels), selectors, texts to type, failure types."""
@@ -20,6 +20,7 @@ from clinigym.agents import AGENTS, AgentEntry, make_agent
 from clinigym.core.geometry import Box
 from clinigym.core.judge import FAILURE_TYPES, LIVE_OUTCOMES
 from clinigym.envs import PUBLIC_INFO, ground_truth
+from clinigym.envs.goal import GoalEnv
 from clinigym.envs.live import LiveEnv
 from clinigym.envs.static import StaticEnv
 from clinigym.run.runner import agent_for
@@ -156,6 +157,37 @@ def test_live_strict_and_recovery_give_nothing_away(scenario, backends):
         drive(env, agent, ground_truth(env), recovery, boxes)
         env.close()
         assert_nothing_located(agent.kept, boxes, secrets_of(scenario), (env.coords.obs_w, env.coords.obs_h))
+
+
+@pytest.mark.parametrize("mode", ["plan", "goal"])
+@pytest.mark.parametrize("scenario", LIVE)
+def test_plan_and_goal_modes_give_nothing_away(scenario, mode, backends):
+    """Free actions: a harmless wrong action before every reference action (as in recovery),
+    the reference path, then its ending; the judged records hold the reference targets."""
+    env = GoalEnv(scenario, mode, backend=backends(scenario.app))
+    agent = agent_for(env, "hoarder", 5)
+    truth = ground_truth(env)
+    boxes: list[Box] = []
+    obs, info = env.reset(seed=0)
+    done = False
+    while not done:
+        agent.act(obs, info)
+        action = truth.action()
+        if action.type not in ("done", "answer"):
+            obs, reward, term, trunc, info = env.step(HARMLESS)
+            assert reward == 0.0 and not (term or trunc), info
+            agent.act(obs, info)
+            action = truth.action()
+        obs, reward, term, trunc, info = env.step(action)
+        record = truth.last_record()
+        boxes += [Box(*b) for b in (record.target_box, record.end_box) if b]
+        done = term or trunc
+    agent.act(obs, info)
+    env.close()
+    assert info["end_reason"] in ("done", "answer") and reward == 1.0, info
+    # The plan's instructions (and a text to type among them) are given on purpose: the
+    # observation's instruction is not searched for texts, as in the steps mode.
+    assert_nothing_located(agent.kept, boxes, secrets_of(scenario), (env.coords.obs_w, env.coords.obs_h))
 
 
 def test_scaled_live_observation_gives_nothing_away(backends):

@@ -42,3 +42,25 @@ def test_out_of_image_is_invalid_never_clamped():
         validate(Action("click"), 1920, 1080)
     with pytest.raises(InvalidAction):
         validate(Action("type", (1, 1)), 1920, 1080)
+
+
+def test_the_plan_and_goal_endings_and_wait():
+    assert parse("done()") == Action("done") and parse("wait()") == Action("wait")
+    assert parse("fail('too risky')") == Action("fail", text="too risky") and parse("fail()") == Action("fail")
+    assert parse("answer('CG0002')") == Action("answer", text="CG0002")
+    with pytest.raises(InvalidAction, match="answer needs text"):
+        validate(parse("answer()"), 10, 10)
+    with pytest.raises(InvalidAction, match="done takes no arguments"):
+        parse("done(1, 2)")
+
+
+def test_an_action_of_an_unknown_type_is_invalid_not_a_crash():
+    with pytest.raises(InvalidAction, match="unknown action type 'triple_click'"):
+        validate(Action("triple_click", (1.0, 1.0)), 10, 10)
+
+
+def test_a_refused_dict_keeps_what_the_agent_asked_to_record():
+    from clinigym.envs.base import parse_action
+    parsed, why, meta = parse_action({"type": "triple_click", "meta": {"raw": "triple_click(1, 2)"}}, 10, 10)
+    assert parsed is None and why.startswith("unknown action type 'triple_click'")
+    assert meta == {"raw": "triple_click(1, 2)"}

@@ -7,8 +7,10 @@ from conftest import clinigym
 
 
 @pytest.mark.parametrize("sub, flags", [
-    ("apps", ["--json"]), ("scenarios", ["--json"]), ("run", ["--agent", "--model-family", "--checkpoint"]),
-    ("score", ["--predictions"]), ("bench", ["--backends"]), ("export", ["--medspot"]), ("report", ["--out"]),
+    ("apps", ["--json"]), ("scenarios", ["--json"]),
+    ("run", ["--agent", "--model-family", "--checkpoint", "--mode", "--budget"]),
+    ("score", ["--predictions", "--penalties"]), ("compare", ["--penalties", "--json"]),
+    ("bench", ["--backends"]), ("export", ["--medspot"]), ("report", ["--out"]),
     ("replay", ["--threshold", "--json"]), ("validate", ["--scenario-map", "--json"]), ("agents", ["--json"]),
     ("coverage", ["--json"]), ("shape", ["--per-program"]), ("images", ["--force"]), ("cleanup", ["--all"]),
     ("view", ["--duration"]), ("collect", ["--review"]), ("agreement", ["--threshold"])])
@@ -23,6 +25,11 @@ def test_score_of_empty_folder_fails(tmp_path):
     assert done.returncode == 1 and "no recorded episodes" in done.stderr
 
 
+def test_compare_of_a_missing_folder_fails(tmp_path):
+    done = clinigym("compare", str(tmp_path / "nowhere"), check=False)
+    assert done.returncode == 2 and "no such run folder" in done.stderr
+
+
 def test_malformed_scenario_clear_error(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("app: orthanc\noverview: x\nsteps:\n  - instruction: y\n    action: click\n")
@@ -35,3 +42,4 @@ def test_agents_lists_agents_and_families():
     data = json.loads(clinigym("agents", "--json").stdout)
     assert {"oracle", "random", "ocr", "http"} <= set(data["agents"])
     assert {"ui-tars-1.5", "qwen2.5-vl", "aguvis", "cogagent", "seeclick", "gpt-4o"} <= set(data["families"])
+    assert set(data["cua_formats"]) == {"ui-tars-1.5", "qwen2.5-vl", "qwen3-vl", "openai-computer-use", "json"}

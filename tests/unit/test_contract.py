@@ -9,7 +9,7 @@ import typing
 import pytest
 
 from clinigym.agents import AGENTS, make_agent
-from clinigym.core.actions import ACTION_TYPES, STEP_ACTIONS
+from clinigym.core.actions import ACTION_TYPES, ENDING_ACTIONS, INPUT_ACTIONS, STEP_ACTIONS
 from clinigym.core.context import AgentContext
 from clinigym.core.errors import Abort, ProgramError, SpecError
 from clinigym.core.timing import Timings
@@ -33,21 +33,25 @@ def test_only_the_oracle_is_given_ground_truth():
     assert make_agent("oracle", CONTEXT, privileged=secret).truth is secret
 
 
-def test_every_agent_option_has_its_own_flag():
-    flags = [o.flag for e in AGENTS.values() for o in e.options]
-    assert len(flags) == len(set(flags)) and all(f.startswith("--") for f in flags)
+def test_agent_flags_are_well_formed():
+    options = [o for e in AGENTS.values() for o in e.options]
+    assert all(o.flag.startswith("--") for o in options)
+    # a flag shared by several agents (--base-url) is one argument, of one type
+    assert all(len({o.type for o in options if o.flag == f}) == 1 for f in {o.flag for o in options})
 
 
 def test_one_action_registry_everywhere():
-    assert ACTION_TYPES == ("click", "double_click", "right_click", "drag", "hover", "type", "scroll", "key")
+    assert ACTION_TYPES == ("click", "double_click", "right_click", "drag", "hover", "type", "scroll", "key",
+                            "wait", "done", "fail", "answer")
     assert action_space(10, 10)["type"].n == len(ACTION_TYPES)
-    assert tuple(display._PERFORM) == ACTION_TYPES          # the display can produce every type
+    assert tuple(display._PERFORM) == INPUT_ACTIONS == ACTION_TYPES[:8]   # the display produces every input
     assert typing.get_args(StepAction) == STEP_ACTIONS == ACTION_TYPES[:6]
+    assert ENDING_ACTIONS == ("done", "fail", "answer")
 
 
 def test_condition_kinds_are_one_table():
     assert set(conditions.KINDS) == {"window", "no_window", "dom_visible", "dom_hidden", "changed", "http",
-                                     "file_exists", "no_file", "file_contains", "exited"}
+                                     "file_exists", "no_file", "file_contains", "exited", "screen"}
     fields = set(conditions.Condition.model_fields)
     assert fields == set(conditions.KINDS) | {"text"}
     cond = conditions.Condition(dom_visible="#x", text="OK")

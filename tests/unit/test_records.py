@@ -21,11 +21,23 @@ LEGACY = REPO / "tests" / "fixtures" / "recording-format-1"
 def test_legacy_recording_scores_exactly_as_before():
     summary, results = score_dirs([LEGACY / "episodes"])
     expected = json.loads((LEGACY / "expected-summary.json").read_text())
-    assert json.loads(json.dumps(summary, sort_keys=True)) == expected
+    # Equal up to the last bit of a float: numpy releases sum in different orders
+    # (2.4.6 gives wps_norm ...2222 where the fixture's numpy gave ...22217).
+    assert json.loads(json.dumps(summary, sort_keys=True)) == _approx(expected)
     # what the fixture covers: complete, failed, invalid, recovered, crashed, static, single-step
     assert summary["n_tasks"] == 12 and summary["live_outcomes"] == {"app_crashed": 1}
     assert summary["failures"] == {"no_prediction": 1, "small_target": 2, "edge_bias": 3}
     assert summary["tca_recovery"] == 1.0 and "single_step_accuracy" in summary
+
+
+def _approx(value):
+    if isinstance(value, dict):
+        return {k: _approx(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_approx(v) for v in value]
+    if isinstance(value, float):
+        return pytest.approx(value, rel=1e-12, abs=1e-15)
+    return value
 
 
 def test_legacy_recording_exports_exactly_as_before(tmp_path):

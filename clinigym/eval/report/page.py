@@ -9,6 +9,7 @@ from pathlib import Path
 from clinigym._version import __version__
 from clinigym.eval.report.charts import escape, segment_legend, svg_failure_chart, svg_metric_chart, svg_wps_chart
 from clinigym.eval.report.gallery import build_gallery, gallery_html
+from clinigym.eval.report.goals import GOAL_DEFINITIONS, goal_tables, has_goal_runs, violation_table
 from clinigym.eval.report.runs import (
     FAILURE_CHART_WIDTH,
     GALLERY_LIMIT,
@@ -38,6 +39,28 @@ DEFINITIONS = (
 )
 
 
+def _goal_html(runs: list[Run]) -> list[str]:
+    if not has_goal_runs(runs):
+        return []
+    parts = ['<h2 id="goals">Plan and goal modes</h2>',
+             ('<div class="muted small">Judged after each episode on the program\'s own state (final-state '
+              'checks, the answer) and by a safety audit of its records (docs/goal-mode.md). Under each overall '
+              'value: its 95% bootstrap confidence interval over episodes.</div>')]
+    for mode, head, rows in goal_tables(runs):
+        parts += [f"<h3>{escape(mode)} mode</h3>", html_table(head, rows, cls="goals")]
+    parts += ["<h3>Safety violations</h3>", html_table(*violation_table(runs), cls="violations")]
+    return parts
+
+
+def _goal_md(runs: list[Run]) -> list[str]:
+    if not has_goal_runs(runs):
+        return []
+    lines = ["## Plan and goal modes", ""]
+    for mode, head, rows in goal_tables(runs):
+        lines += [f"### {mode} mode", "", md_table(head, rows), ""]
+    return lines + ["### Safety violations", "", md_table(*violation_table(runs)), ""]
+
+
 def render_html(runs: list[Run], limit: int, generated: str) -> str:
     e = escape
     legend = '<div class="legend">' + "".join(
@@ -53,13 +76,15 @@ def render_html(runs: list[Run], limit: int, generated: str) -> str:
         f'· clinigym {e(__version__)} · metrics and failure types of PROTOCOL.md '
         f'(strict first-error scoring)</div>'),
         '<nav>' + " · ".join(f'<a href="#{k}">{v}</a>' for k, v in (
-            ("metrics", "metrics"), ("charts", "charts"), ("failures", "failure types"),
+            ("metrics", "metrics"), *((("goals", "plan and goal"),) if has_goal_runs(runs) else ()),
+            ("charts", "charts"), ("failures", "failure types"),
             ("per-program", "per program"), ("per-category", "per category"), ("per-size", "per target size"),
             ("gallery", "steps"), ("definitions", "definitions"))) + "</nav>",
         '<h2 id="metrics">Metrics</h2>',
         html_table(*metric_table(runs), cls="metrics"),
         ('<div class="muted small">Rates in percent; WPS as a number. Under each value: its 95% bootstrap '
         'confidence interval (and, for WPS, the largest value these tasks allow).</div>'),
+        *_goal_html(runs),
         '<h2 id="charts">Charts</h2>', legend,
         '<div class="charts">',
         f'<figure><figcaption>Rates per run (whiskers: 95% CI)</figcaption>{svg_metric_chart(runs)}</figure>',
@@ -84,7 +109,8 @@ def render_html(runs: list[Run], limit: int, generated: str) -> str:
         '</div>'),
         *(gallery_html(r, i, limit) for i, r in enumerate(runs)),
         '<h2 id="definitions">Definitions</h2><dl class="defs">',
-        *(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS),
+        *(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS
+          + (GOAL_DEFINITIONS if has_goal_runs(runs) else ())),
         "</dl></body></html>",
     ]
     return "\n".join(parts)
@@ -96,7 +122,7 @@ def render_markdown(runs: list[Run], generated: str) -> str:
              "## Runs", "",
              md_table(["run", "agent", "folder", "episodes", "steps recorded"],
                       [[r, r.agent, str(r.path), str(len(r.episodes)), str(r.n_steps_recorded)] for r in runs]),
-             "", "## Metrics", "", md_table(*metric_table(runs)), "",
+             "", "## Metrics", "", md_table(*metric_table(runs)), "", *_goal_md(runs),
              "## Failure types (tasks)", "", md_table(*failure_table(runs)), "",
              "## Per program", "", md_table(*breakdown_table(runs, "per_app", "program")), "",
              "## Per task category", "", md_table(*breakdown_table(runs, "per_category", "category")), "",

@@ -45,7 +45,7 @@ class Run:
     name: str
     agent: str
     summary: dict
-    results: list[TaskResult]
+    results: list            # TaskResult (steps, static) and GoalResult (plan, goal)
     episodes: list[Episode]
     label: str = ""
     colour: str = RUN_COLOURS[0]
@@ -58,7 +58,7 @@ class Run:
     @property
     def wps_max(self) -> float | None:
         """The largest WPS these tasks allow: the mean over tasks of 1 + 0.8 + ... + 0.8^(n-1)."""
-        ns = [r.n_steps for r in self.results if r.n_steps > 0]
+        ns = [r.n_steps for r in self.results if isinstance(r, TaskResult) and r.n_steps > 0]
         return sum((1 - DECAY ** n) / (1 - DECAY) for n in ns) / len(ns) if ns else None
 
 

@@ -20,11 +20,11 @@ import requests
 from clinigym.core.errors import ProgramDied, ProgramError, WaitTimeout
 from clinigym.core.geometry import Box
 from clinigym.runtime import npm
-from clinigym.runtime.browser import DevTools, chromium_command
+from clinigym.runtime.browser import DevTools, RequestLog, chromium_command
 from clinigym.runtime.busy import BusyMeter
 from clinigym.runtime.display import DisplaySession, Frame, Geometry
 from clinigym.runtime.fixtures import MODALITY_STUDIES, write_studies
-from clinigym.runtime.slots import claim
+from clinigym.runtime.slots import claim, mark_owner
 from clinigym.runtime.waiting import wait_for
 from clinigym.spec.apps import AppSpec, Process, render
 from clinigym.spec.conditions import Target
@@ -38,6 +38,7 @@ class Backend:
     def __init__(self, app: AppSpec, geometry: Geometry = Geometry()):
         self.app = app
         self.geometry = geometry
+        mark_owner()   # what it starts is this process's: `clinigym cleanup` tells a killed run's by it
         slot = claim(app.name, app.port_block, list(app.ports))
         self.workdir = slot.workdir
         self.state = self.workdir / "state"
@@ -47,6 +48,7 @@ class Backend:
         self.ports = slot.ports
         self.display: DisplaySession | None = None
         self.devtools: DevTools | None = None
+        self.requests: RequestLog | None = None
         self._versions: dict[str, str] | None = None
         self._http = requests.Session()
         self._http.trust_env = False  # loopback only: never through a proxy
@@ -198,7 +200,23 @@ class Backend:
         if self.devtools:
             self.devtools.close()
             self.devtools = None
+        self.unwatch_requests()
         self._kill(None, forget=True)
+
+    def watch_requests(self) -> None:
+        """Record the browser's network requests from now on (a browser program; else nothing)."""
+        self.unwatch_requests()
+        if self.app.dom_port is not None:
+            self.requests = RequestLog(self.ports[self.app.dom_port])
+
+    def take_requests(self) -> list[dict[str, str]]:
+        """The requests recorded since `watch_requests` or the last take (method, url)."""
+        return self.requests.take() if self.requests else []
+
+    def unwatch_requests(self) -> None:
+        if self.requests:
+            self.requests.close()
+            self.requests = None
 
     def kill(self, name: str | None = None) -> None:
         """Kill the program (or one of its processes) as a crash would; used by tests."""
@@ -249,7 +267,7 @@ class Backend:
         return self._http.get(self.render(url), timeout=5)
 
     def state_glob(self, pattern: str) -> list[str]:
-        return glob.glob(str(self.state / self.render(pattern)))
+        return glob.glob(str(self.state / self.render(pattern)), recursive=True)
 
     def exit_status(self, process: str) -> int | None:
         return self._exit_statuses().get(process)

@@ -273,15 +273,18 @@ def remove_container(container) -> None:
         pass
 
 
-def cleanup(all_containers: bool = False, client=None) -> list[str]:
+def cleanup(all_containers: bool = False, client=None, owners: set[int] | None = None) -> list[str]:
     """Remove the containers (and their display locks and work folders) of clinigym runs
-    whose process is gone; with `all_containers`, every clinigym container."""
+    whose process is gone, or of `owners` (processes that are gone or stopping); with
+    `all_containers`, every clinigym container."""
     import shutil
     client = client or engine()
     removed = []
     for c in client.containers.list(all=True, filters={"label": LABEL}):
         owner = int(c.labels.get(f"{LABEL}.owner", "0") or 0)
-        if not all_containers and owner and pid_alive(owner):
+        if owners is not None and owner not in owners and not all_containers:
+            continue
+        if owners is None and not all_containers and owner and pid_alive(owner):
             continue
         remove_container(c)
         if c.labels.get(f"{LABEL}.display"):
@@ -293,3 +296,21 @@ def cleanup(all_containers: bool = False, client=None) -> list[str]:
     return removed
 
 
+def remove_stale_locks(owners: set[int] | None = None) -> list[str]:
+    """Remove X display locks (and sockets) that no server answers on and whose process is
+    gone or one of `owners`: left by an X server that was killed, or reserved for a
+    container by a run that was (the X server's own rule for a stale lock)."""
+    removed = []
+    for lock in sorted(Path("/tmp").glob(".X*-lock")):
+        number = lock.name[2:-5]
+        if not number.isdigit() or _server_answers(int(number)):
+            continue
+        try:
+            pid = int(lock.read_text().strip())
+        except (OSError, ValueError):
+            continue   # being written, or gone
+        if pid_alive(pid) and (owners is None or pid not in owners):
+            continue
+        release_display(int(number))
+        removed.append(str(lock))
+    return removed

@@ -1,17 +1,30 @@
-"""The local backend: the program runs on this machine, on its own Xvfb display."""
+"""The local backend: the program runs on this machine, on its own Xvfb display.
+
+Every process it starts carries its owner's pid (`slots.OWNER_ENV`): `kill_owned` finds
+what a killed run left running. The backend's process adopts the orphans of its programs
+(a child subreaper) and reaps them, since PID 1 may not.
+"""
 from __future__ import annotations
 
+import ctypes
 import os
+import shutil
 import signal
 import subprocess
+import time
+from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 from clinigym.core.errors import SpecError
 from clinigym.runtime.backends.base import Backend, ProgramDied, base_environment
 from clinigym.runtime.display import DisplaySession, Geometry
+from clinigym.runtime.slots import DISPLAY_FOLDERS, OWNER_ENV, ROOT, pid_alive
+from clinigym.runtime.waiting import poll
 from clinigym.spec.apps import AppSpec
 
-__all__ = ["LocalBackend", "ProgramDied"]
+__all__ = ["LocalBackend", "ProgramDied", "die_with_parent", "kill_owned", "reap_adopted"]
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 
 
 class LocalBackend(Backend):
@@ -25,6 +38,7 @@ class LocalBackend(Backend):
                                f"{host}: use the Docker backend (--backend docker)")
         super().__init__(app, geometry)
         self.procs: dict[str, subprocess.Popen] = {}
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)   # the orphans of killed programs come to us to be reaped
 
     def _ensure_display(self) -> DisplaySession:
         if self.display is None or not self.display.alive():
@@ -57,8 +71,11 @@ class LocalBackend(Backend):
                 except ProcessLookupError:
                     pass
             proc.wait()
+            # The group's other processes too: they end a moment after their leader, as orphans.
+            poll(partial(_ended, proc.pid), timeout=5)
             if forget:
                 del self.procs[proc_name]
+        reap_adopted()
 
     def _run(self, argv, cwd, env, timeout):
         done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -82,6 +99,7 @@ class LocalBackend(Backend):
         if self.display:
             self.display.close()
             self.display = None
+        reap_adopted()
 
 
 def _in_groups(pgids: set[int], read) -> list:
@@ -130,3 +148,156 @@ def host_release() -> str:
         if line.startswith("VERSION_CODENAME="):
             return line.split("=", 1)[1].strip('"')
     return "unknown"
+
+
+# -- processes of this machine: reaping, and what killed runs left ---------------------------
+class _Stat(NamedTuple):
+    state: str
+    ppid: int
+    pgid: int
+    sid: int
+
+
+def _stat(pid: int) -> _Stat | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):   # ended meanwhile
+        return None
+    return _Stat(fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
+
+
+def _pids() -> list[int]:
+    return [int(e) for e in os.listdir("/proc") if e.isdigit()]
+
+
+def _ended(pgid: int) -> bool:
+    """Whether no process of the group runs (a zombie does not)."""
+    return not any((st := _stat(pid)) and st.pgid == pgid and st.state != "Z" for pid in _pids())
+
+
+def _prctl(option: int, value: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}, {value})")
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """Have the kernel send `sig` to this process when its parent ends (however it ends)."""
+    _prctl(PR_SET_PDEATHSIG, sig)
+
+
+def reap_adopted() -> None:
+    """Reap the zombies this process adopted as a subreaper: processes of a program's
+    session whose parent ended first. The sessions' leaders are this process's own children
+    (each reaped by its Popen, which needs their exit status) and are left alone, as is
+    anything in this process's own session."""
+    me, own_session = os.getpid(), os.getsid(0)
+    for pid in _pids():
+        st = _stat(pid)
+        if st and st.ppid == me and st.state == "Z" and pid != st.sid and st.sid != own_session:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def _owner_of(pid: int) -> int | None:
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:   # gone, or another user's
+        return None
+    mark = f"{OWNER_ENV}=".encode()
+    for item in env.split(b"\0"):
+        if item.startswith(mark):
+            try:
+                return int(item[len(mark):])
+            except ValueError:
+                return None
+    return None
+
+
+def _ancestors() -> set[int]:
+    found, pid = set(), os.getpid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        st = _stat(pid)
+        pid = st.ppid if st else 0
+    return found
+
+
+def _display_folders(pids: list[int]) -> set[Path]:
+    """The display folders (X server and window manager logs) the processes hold files in."""
+    found = set()
+    for pid in pids:
+        try:
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue
+        for link in links:
+            path = Path(link)
+            if path.parent.parent == ROOT and path.parent.name.startswith(DISPLAY_FOLDERS):
+                found.add(path.parent)
+    return found
+
+
+def kill_owned(owners: set[int] | None = None, grace: float = 3.0) -> list[str]:
+    """End every process marked as owned by `owners` (or, without `owners`, by a process that
+    is gone), sparing this process and its ancestors: SIGTERM first (an X server then removes
+    its lock), SIGKILL after `grace` seconds. The display folders they wrote logs to, and
+    display folders nobody holds (left by a display killed before), are removed. Returns
+    what was removed."""
+    spared = _ancestors()
+    marked = set()
+    for pid in _pids():
+        owner = _owner_of(pid)
+        if owner is None or owner == pid or pid in spared:
+            continue
+        if (owner in owners) if owners is not None else not pid_alive(owner):
+            marked.add(pid)
+    # With the sessions and groups the marked processes lead: Chromium's children write
+    # over their environment (their process titles), so they carry no mark of their own.
+    found = {pid: _comm(pid) for pid in _pids() if pid not in spared and (
+        pid in marked or ((st := _stat(pid)) is not None and (st.sid in marked or st.pgid in marked)))}
+    folders = _display_folders(list(found))
+
+    def gone(pids: list[int]) -> bool:
+        for pid in pids:
+            try:
+                os.waitpid(pid, os.WNOHANG)   # ours (adopted) or not: either way it must end
+            except ChildProcessError:
+                pass
+        return all((st := _stat(pid)) is None or st.state == "Z" for pid in pids)
+
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        left = [pid for pid in found if not gone([pid])]
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        if poll(partial(gone, left), timeout=wait):
+            break
+    folders |= _unheld_display_folders()
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    return [f"process {pid} ({name})" for pid, name in sorted(found.items())] + sorted(map(str, folders))
+
+
+def _unheld_display_folders(age: float = 30.0) -> set[Path]:
+    """Display folders no process holds a file in, older than `age` seconds (a display that
+    is being started holds its log a moment after its folder is made)."""
+    old = set()
+    for folder in ROOT.glob(f"{DISPLAY_FOLDERS}*"):
+        try:
+            if time.time() - folder.stat().st_mtime > age:
+                old.add(folder)
+        except OSError:   # removed meanwhile
+            continue
+    return old - _display_folders(_pids()) if old else set()
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"

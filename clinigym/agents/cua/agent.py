@@ -1,0 +1,83 @@
+"""The computer-use loop: each turn, the screenshot (resized to the format's size) goes to
+the model with the conversation so far; its answer is read in the format's own
+vocabulary and each call becomes one environment action, returned one per `act()` in
+order (the calls after the first wait in a queue; the model is asked again once the
+queue is empty).
+
+What the environment cannot execute is never guessed into something else: an answer
+without any readable action, a call without an equivalent (a triple click, a middle
+click), or a server that keeps failing becomes the dict form with the model's own
+action name as its type (None when there is none), which the environment reports in
+`info["invalid_action"]`. Every returned action carries in its meta the request as sent
+(screenshots replaced by a marker), the raw answer, the calls and their parsed actions,
+the latency and the errors.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from clinigym.agents.cua.base import Dialogue, ReplyError, Settings, Step, last_pointer, no_action, redact
+from clinigym.agents.cua.formats import Format, get_format
+from clinigym.agents.families.coords import Point
+from clinigym.agents.http import Client, data_url
+from clinigym.core.actions import ACTION_TYPES, Action
+from clinigym.core.context import AgentContext
+
+
+class CuaAgent:
+    name = "cua"
+
+    def __init__(self, context: AgentContext | None = None, seed: int | None = None, *,
+                 format: str | Format = "qwen3-vl", base_url: str = "http://127.0.0.1:8000/v1",
+                 model: str = "default", api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0,
+                 retries: int = 3, backoff: float = 0.5, images: int = 3, max_tokens: int = 1024):
+        self.format = get_format(format) if isinstance(format, str) else format
+        actions = context.actions if context is not None else ACTION_TYPES
+        self.dialogue: Dialogue = self.format.dialogue(Settings(images, max_tokens, tuple(actions)))
+        self.client = Client(base_url, model, api_key_env, timeout, retries, backoff)
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.dialogue.reset()
+        self.queue: list[Step] = []
+        self.cursor: Point | None = None     # where the pointer is after the actions handed out
+        self.turn = 0
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Action | dict[str, Any]:
+        rgb = observation["screenshot"]
+        sizes = self.format.sizes((rgb.shape[1], rgb.shape[0]))
+        url = data_url(rgb, sizes.sent)
+        self.dialogue.observed(url)
+        if self.queue:
+            return self._hand(self.queue.pop(0), {"format": self.format.name, "turn": self.turn - 1,
+                                                  "queued": True})
+        body = self.dialogue.request(observation["instruction"], url, sizes)
+        meta: dict[str, Any] = {"format": self.format.name, "model": self.client.model, "turn": self.turn,
+                                "prompt": redact(body), "sent_size": list(sizes.sent)}
+        self.turn += 1
+        t0 = time.monotonic()
+        reply, errors = self.client.post(self.dialogue.path, body)
+        meta.update(latency=time.monotonic() - t0, errors=errors)
+        if reply is None:
+            return no_action(None, {**meta, "problem": "the server did not answer"})
+        try:
+            reading = self.dialogue.read(reply, url, sizes, self.cursor)
+        except ReplyError as exc:
+            return no_action(None, {**meta, "problem": str(exc)})
+        meta.update(reading.extra, raw=reading.text, usage=reply.get("usage") or {},
+                    calls=[s.native for s in reading.steps],
+                    parsed=[s.action.to_json() if s.action else None for s in reading.steps])
+        if not reading.steps:
+            return no_action(None, {**meta, "problem": "no action in the answer"})
+        self.cursor = last_pointer(reading.steps, self.cursor)
+        self.queue = reading.steps[1:]
+        return self._hand(reading.steps[0], meta)
+
+    def _hand(self, step: Step, meta: dict[str, Any]) -> Action | dict[str, Any]:
+        self.dialogue.handed(step)
+        meta = {**meta, "call": step.native, "native": step.name}
+        if step.action is None:
+            return no_action(step.name, {**meta, "problem": step.problem})
+        return dataclasses.replace(step.action, meta=meta)

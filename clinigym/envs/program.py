@@ -1,0 +1,164 @@
+"""What the live environments share: one scenario on its running program.
+
+Coordinate contract (`clinigym.core.geometry`, stated in every `info["coordinates"]`):
+action points are pixels of the observation image; the environment maps them to
+screen pixels by the scale between the two sizes (1 unless an `observation_size` is
+asked for).
+
+`LiveEnv` (the steps mode: each action judged) and `GoalEnv` (the plan and goal modes:
+free actions, judged at the end) differ only in how they judge; starting the scenario,
+observing, acting, settling and checking conditions are here.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from clinigym.core import actions as act
+from clinigym.core.context import AgentContext
+from clinigym.core.errors import ProgramError
+from clinigym.core.geometry import Box, Coordinates
+from clinigym.core.records import EpisodeHeader
+from clinigym.core.screen import Frame
+from clinigym.core.timing import Timings
+from clinigym.envs.base import ScreenEnv
+from clinigym.envs.start import start_scenario
+from clinigym.runtime.backends import Backend, make_backend
+from clinigym.runtime.display import Geometry
+from clinigym.runtime.waiting import poll
+from clinigym.spec.apps import load_app
+from clinigym.spec.conditions import holds
+from clinigym.spec.scenarios import Scenario, Step, load_scenario
+
+
+class ProgramEnv(ScreenEnv):
+    """One scenario on its live program. `backend` is a backend kind ("local", "docker";
+    default: see clinigym.runtime.backends), or a running backend to share between
+    environments (the caller then closes it)."""
+    accepted: tuple[str, ...] = act.ACTION_TYPES   # the action types this mode executes
+
+    def __init__(self, scenario: Scenario | str | Path, backend: Backend | str | None = None,
+                 geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
+                 record_dir: str | Path | None = None, render_mode: str | None = None,
+                 agent_name: str = "unknown"):
+        self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(Path(scenario))
+        self.app = load_app(self.scenario.app)
+        self._owns_backend = not isinstance(backend, Backend)
+        self.backend = backend if isinstance(backend, Backend) else make_backend(self.app, backend, geometry)
+        g = self.backend.geometry
+        ow, oh = observation_size or (g.width, g.height)
+        self.coords = Coordinates(ow, oh, g.width, g.height)
+        self.render_mode = render_mode
+        self.record_dir = Path(record_dir) if record_dir else None
+        self.agent_name = agent_name
+        self._frame: Frame | None = None
+        self._done = True
+
+    def agent_context(self) -> AgentContext:
+        return AgentContext((self.coords.obs_w, self.coords.obs_h), self.app.name, self.accepted, self.mode)
+
+    # -- observations ------------------------------------------------------------------
+    def _to_obs(self, frame: Frame) -> np.ndarray:
+        rgb = frame.rgb
+        if (self.coords.obs_w, self.coords.obs_h) != (rgb.shape[1], rgb.shape[0]):
+            rgb = np.asarray(Image.fromarray(rgb).resize((self.coords.obs_w, self.coords.obs_h), Image.BILINEAR))
+        return rgb
+
+    def _screenshot(self, frame: Frame) -> np.ndarray:
+        self._frame = frame
+        self._obs_rgb = self._to_obs(frame)
+        return self._obs_rgb.copy()
+
+    # -- the start state ----------------------------------------------------------------
+    def _start(self, timings: Timings) -> tuple[Frame, str | None]:
+        """The settled start screen, and the first cause when the start had to be retried."""
+        retry = None
+        with timings.phase("reset"):
+            try:
+                frame = start_scenario(self.backend, self.scenario)
+            except ProgramError as exc:
+                # Self-healing: one more try from a new display and fresh processes.
+                retry = f"{type(exc).__name__}: {exc}"
+                self.backend.close_display()
+                frame = start_scenario(self.backend, self.scenario)
+        return frame, retry
+
+    def _header(self, seed: int | None, retry: str | None, **fields) -> EpisodeHeader:
+        s = self.scenario
+        return EpisodeHeader(
+            scenario=s.key, app=s.app, overview=s.overview, n_steps=len(s.steps), coordinates=self.coords.info(),
+            steps=[{"instruction": st.instruction, "action": st.action} for st in s.steps], seed=seed,
+            backend=self.backend.kind, mode=self.mode, scenario_path=str(s.path), gym_id=s.mode_gym_id(self.mode),
+            medspot=s.medspot.model_dump() if s.medspot else None, versions=self.backend.package_versions(),
+            reset_retry=retry, **fields)
+
+    # -- targets, input, settling ---------------------------------------------------------
+    def _resolve(self, target, timeout: float) -> Box | None:
+        """A target's live box in observation pixels, or None when not found in time."""
+        box = poll(lambda: self.backend.resolve(target), timeout=timeout)
+        return None if box is None else self.coords.box_to_obs(box)
+
+    def _pointer_obs(self) -> tuple[float, float]:
+        return self.coords.to_obs(self.backend.display.pointer())
+
+    def _act(self, parsed: act.Action) -> str | None:
+        """Inject the action through XTest; why it could not be, else None."""
+        point = self.coords.to_screen(parsed.point) if parsed.point is not None else None
+        end = self.coords.to_screen(parsed.end_point) if parsed.end_point is not None else None
+        try:
+            self.backend.display.perform(parsed.type, point, end, parsed.text, parsed.keys, parsed.scroll)
+        except act.InvalidAction as exc:   # an input the display cannot produce (an unknown key)
+            return str(exc)
+        return None
+
+    def _settle(self, quitting: frozenset[str] = frozenset()) -> tuple[Frame, bool, float, str | None]:
+        """(settled frame, settled before the timeout, seconds, why the program stopped)."""
+        t = time.monotonic()
+        frame, settled = self.backend.settle(since=self._frame)
+        return frame, settled, time.monotonic() - t, self.backend.dead(quitting=quitting)
+
+    def _transition(self, step: Step, expected: bool, before: Frame, after: Frame) -> tuple[bool, Frame]:
+        """Whether every expected condition of `step` holds. For an action expected to cause
+        it, wait for it (bounded) and re-settle if the screen moved on meanwhile; otherwise
+        look once."""
+        def check(frame: Frame) -> bool:
+            return all(holds(c, self.backend, before, frame, self.app.settle.min_changed)
+                       for c in step.transition)
+        if check(after):
+            return True, after
+        if not expected:
+            return False, after
+        deadline = time.monotonic() + self.app.settle.timeout
+        while time.monotonic() < deadline:
+            frame, _ = self.backend.settle(since=after)
+            if check(frame):
+                return True, frame
+            after = frame
+        return False, after
+
+    def _checks_hold(self, frame: Frame, timeout: float) -> bool:
+        """The scenario's final state checks all hold (waited for, bounded). Each look grabs
+        the screen afresh: a `screen` check must see what it waited for, not `frame`."""
+        def look() -> bool:
+            now = self.backend.display.grab()
+            return all(holds(c, self.backend, None, now) for c in self.scenario.check)
+        return bool(poll(look, timeout=timeout))
+
+    def moving_pixels(self, seconds: float, interval: float = 0.05) -> np.ndarray:
+        """Which pixels of the last observation change by themselves (a blinking caret, a
+        clock) while the screen is watched for `seconds`: an H x W boolean mask in
+        observation pixels. Nothing is sent to the program."""
+        moving = np.zeros(self._obs_rgb.shape[:2], bool)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            moving |= np.any(self._to_obs(self.backend.display.grab()) != self._obs_rgb, axis=-1)
+            time.sleep(interval)
+        return moving
+
+    def close(self) -> None:
+        super().close()
+        if self._owns_backend:
+            self.backend.close()

@@ -1,0 +1,136 @@
+"""Running a run's episodes: chunks on one program instance (in this process or in a pool
+worker, the same code), and the run's tally (the progress bar, the error ledger)."""
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from clinigym.agents import AGENTS, Agent, make_agent
+from clinigym.envs import ground_truth
+from clinigym.envs.base import ScreenEnv
+from clinigym.envs.registration import make_live
+from clinigym.recording.writer import numbered
+from clinigym.run.plan import Chunk, Planned, RunSpec
+from clinigym.run.resume import EpisodeError, append_error
+from clinigym.run.stopping import StopGuard
+from clinigym.runtime.backends import Backend, make_backend
+from clinigym.spec.apps import load_app
+from clinigym.spec.scenarios import load_scenario
+
+Started = Callable[[Planned], None]
+Ended = Callable[[Planned, EpisodeError | None], None]
+
+
+def agent_for(env: ScreenEnv, name: str, seed: int | None = None, **options: Any) -> Agent:
+    """The agent `name` for an environment: built from its public context; the environment's
+    ground truth is passed only to a privileged agent (the oracle)."""
+    truth = ground_truth(env) if AGENTS[name].privileged else None
+    return make_agent(name, env.agent_context(), seed, privileged=truth, **options)
+
+
+def run_episode(env: ScreenEnv, agent: Agent, seed: int | None,
+                reset_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One episode; the last step's public info."""
+    obs, info = env.reset(seed=seed, options=reset_options)
+    agent.reset(seed)
+    while True:
+        action = agent.act(obs, info)
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return info
+
+
+class ChunkRunner:
+    """Runs chunks of a run's episodes on one program instance, kept from one chunk to the
+    next while they are of the same program. One environment and agent per scenario, as
+    a single process has always run them. An episode that fails is reported and the next
+    one runs; a stop (RunStopped, not an Exception) goes up at once, and the episode it cut
+    off keeps no outcome, so that a resume runs it again."""
+
+    def __init__(self, spec: RunSpec, episodes_dir: Path):
+        self.spec = spec
+        self.episodes_dir = episodes_dir
+        self.backend: Backend | None = None
+        self.app: str | None = None
+
+    def run(self, chunk: Chunk, started: Started, ended: Ended) -> None:
+        current: tuple[str, ScreenEnv, Agent] | None = None     # scenario file, its environment and agent
+        for p in chunk.episodes:
+            started(p)
+            error = None
+            try:
+                if current is None or current[0] != p.path:
+                    if current is not None:
+                        current[1].close()
+                        current = None
+                    env = self._env(p)
+                    current = (p.path, env, agent_for(env, self.spec.agent, self.spec.seed, **self.spec.agent_options))
+                with numbered(p.number):
+                    run_episode(current[1], current[2], p.seed)
+            except Exception as exc:  # noqa: BLE001 - one broken episode must not stop the run
+                error = EpisodeError(p.number, p.key, p.episode, str(exc), traceback.format_exc(limit=4))
+            ended(p, error)
+        if current is not None:
+            current[1].close()
+
+    def _env(self, p: Planned) -> ScreenEnv:
+        if self.app != p.app:
+            self.close()
+            self.backend = make_backend(load_app(p.app), self.spec.backend)
+            self.app = p.app
+        s = self.spec
+        options: dict[str, Any] = {"recovery": s.recovery} if s.mode == "steps" else {"budget": s.budget}
+        env: ScreenEnv = make_live(load_scenario(Path(p.path)), s.mode, backend=self.backend,
+                                   record_dir=self.episodes_dir, agent_name=s.agent, **options)
+        return env
+
+    def close(self) -> None:
+        """Close the program instance (again, if a stop cut off the first close)."""
+        if self.backend is not None:
+            self.backend.close()
+            self.backend, self.app = None, None
+
+
+class Tally:
+    """The run's progress: episodes done, running and failed on the bar; each failure in
+    the run folder's error ledger as it happens."""
+
+    def __init__(self, out: Path, total: int, done: int, desc: str, progress: bool):
+        self.out = out
+        self.running = 0
+        self.failed = 0
+        self.bar = tqdm(total=total, initial=done, desc=desc, unit="ep", disable=not progress)
+
+    def started(self, p: Planned) -> None:
+        self.running += 1
+        self._show(p.key)
+
+    def ended(self, p: Planned, error: EpisodeError | None) -> None:
+        self.running -= 1
+        if error is not None:
+            self.failed += 1
+            append_error(self.out, error)
+        self.bar.update(1)
+        self._show(p.key)
+
+    def _show(self, key: str) -> None:
+        self.bar.set_postfix_str(f"running {self.running}, failed {self.failed}; {key}")
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def run_here(spec: RunSpec, episodes_dir: Path, chunks: Sequence[Chunk], tally: Tally, guard: StopGuard) -> None:
+    """The chunks one after the other in this process; its program closed however it ends
+    (a stop signal that comes while it closes is remembered by `guard`)."""
+    runner = ChunkRunner(spec, episodes_dir)
+    try:
+        for chunk in chunks:
+            runner.run(chunk, tally.started, tally.ended)
+    finally:
+        guard.shield()
+        runner.close()

@@ -1,0 +1,152 @@
+"""A run folder's bookkeeping, so that a killed run can be continued (`clinigym run --resume`).
+
+    run.json        the run's parameters (`RunSpec`), written before the first episode
+    errors.jsonl    one line per episode that could not be run (its number, the error)
+    episodes/       the recordings; an episode ended when its episode.json has an outcome
+
+An episode is done when its recording has an outcome, or when it failed before anything
+was recorded (its error is in errors.jsonl and it has no folder). One cut off by a kill
+(a folder without an outcome) is run again from its reset: its folder is removed first,
+so that it is not scored twice, and so is an error it had.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from clinigym.core.errors import DataError
+from clinigym.core.records import EpisodeOutcome
+from clinigym.recording.writer import episode_number, write_json_atomic
+from clinigym.run.plan import Planned, RunSpec
+
+RUN_FILE = "run.json"
+ERRORS_FILE = "errors.jsonl"
+
+
+@dataclass(frozen=True)
+class EpisodeError:
+    """An episode that could not be run."""
+    number: int
+    scenario: str
+    episode: int
+    error: str
+    traceback: str = ""
+
+    def summary(self) -> dict[str, object]:
+        """As `summary.json` lists it."""
+        return {"scenario": self.scenario, "episode": self.episode, "error": self.error,
+                "traceback": self.traceback}
+
+
+@dataclass(frozen=True)
+class Survey:
+    """What the episode folders of a run say."""
+    finished: frozenset[int]      # numbers of the episodes whose recording has an outcome
+    partial: tuple[Path, ...]     # folders of episodes cut off before their outcome
+
+
+def write_spec(out: Path, spec: RunSpec) -> None:
+    write_json_atomic(out / RUN_FILE, spec.to_json())
+
+
+def read_spec(out: Path) -> RunSpec:
+    try:
+        return RunSpec.from_json(json.loads((out / RUN_FILE).read_text()))
+    except FileNotFoundError:
+        raise DataError(f"{out}: no {RUN_FILE}: not a run folder of `clinigym run` that can be resumed") from None
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise DataError(f"{out / RUN_FILE}: cannot be read: {exc}") from None
+
+
+def append_error(out: Path, error: EpisodeError) -> None:
+    with open(out / ERRORS_FILE, "a", encoding="utf-8") as f:
+        f.write(json.dumps(asdict(error)) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_errors(out: Path) -> list[EpisodeError]:
+    """The errors recorded so far, by episode number (a line cut short by a kill is left out)."""
+    try:
+        lines = (out / ERRORS_FILE).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    errors = []
+    for line in lines:
+        try:
+            errors.append(EpisodeError(**json.loads(line)))
+        except (ValueError, TypeError):
+            continue
+    return sorted(errors, key=lambda e: e.number)
+
+
+def survey(episodes_dir: Path) -> Survey:
+    finished, partial = set(), []
+    for folder in sorted(episodes_dir.iterdir()) if episodes_dir.is_dir() else []:
+        number = episode_number(folder)
+        if number is None or not folder.is_dir():
+            continue
+        try:
+            ended = json.loads((folder / "episode.json").read_text()).get("outcome") is not None
+        except (OSError, ValueError):
+            ended = False     # killed before its header was written
+        if ended:
+            finished.add(number)
+        else:
+            partial.append(folder)
+    return Survey(frozenset(finished), tuple(partial))
+
+
+def pending(planned: Sequence[Planned], found: Survey,
+            errors: Sequence[EpisodeError]) -> tuple[list[Planned], list[EpisodeError]]:
+    """(the episodes still to run, the errors that stand): see the module's docstring."""
+    cut = {episode_number(f) for f in found.partial}
+    kept = [e for e in errors if e.number not in cut]
+    done = found.finished | {e.number for e in kept}
+    return [p for p in planned if p.number not in done], kept
+
+
+def prepare_resume(out: Path, planned: Sequence[Planned]) -> list[Planned]:
+    """Clear what a killed run cut off and return the episodes still to run."""
+    found = survey(out / "episodes")
+    todo, kept = pending(planned, found, read_errors(out))
+    for folder in found.partial:
+        shutil.rmtree(folder)
+    tmp = out / (ERRORS_FILE + ".tmp")
+    tmp.write_text("".join(json.dumps(asdict(e)) + "\n" for e in kept), encoding="utf-8")
+    os.replace(tmp, out / ERRORS_FILE)
+    return todo
+
+
+def abandon(episodes_dir: Path, number: int, reason: str) -> None:
+    """End the recording of an episode whose worker process died under it, as an environment
+    closed midway ends it (abandoned), with the reason."""
+    for folder in episodes_dir.glob(f"{number:04d}-*"):
+        try:
+            data = json.loads((folder / "episode.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("outcome") is None:
+            data["outcome"] = EpisodeOutcome("abandoned", reason=reason).to_json()
+            write_json_atomic(folder / "episode.json", data)
+
+
+@contextmanager
+def holding(out: Path) -> Iterator[None]:
+    """Hold the run folder for this run: a second run (or resume) in it is refused while
+    this one lives (the lock goes with the process, however it ends)."""
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise DataError(f"{out}: another run is writing to this folder") from None
+        yield
+    finally:
+        os.close(fd)
