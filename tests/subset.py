@@ -9,9 +9,11 @@ from clinigym.spec.scenarios import first_per_program
 PER_PROGRAM = 4
 
 
-def representative(scenarios, per_program: int = PER_PROGRAM) -> list:
-    """pytest parameters, the scenarios beyond the first `per_program` of a program marked slow."""
+def representative(scenarios, per_program: int = PER_PROGRAM, offset: int = 0) -> list:
+    """pytest parameters, every scenario marked slow but `per_program` of each program (by id,
+    after the first `offset`: two tests of one mode can cover different scenarios)."""
     scenarios = list(scenarios)
-    chosen = {s.key for s in first_per_program(scenarios, per_program)}
+    chosen = ({s.key for s in first_per_program(scenarios, offset + per_program)}
+              - {s.key for s in first_per_program(scenarios, offset)})
     return [pytest.param(s, id=s.key, marks=[] if s.key in chosen else [pytest.mark.slow])
             for s in sorted(scenarios, key=lambda s: s.key)]

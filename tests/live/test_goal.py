@@ -36,12 +36,12 @@ def judgment(folder):
     return episode.outcome.judgment
 
 
-@pytest.mark.parametrize("scenario", representative(SCENARIOS, 2))
+@pytest.mark.parametrize("scenario", representative(SCENARIOS, 1))
 def test_oracle_succeeds_in_goal_mode(scenario, backends, tmp_path):
     oracle_succeeds(scenario, "goal", backends, tmp_path)
 
 
-@pytest.mark.parametrize("scenario", representative(SCENARIOS, 1))
+@pytest.mark.parametrize("scenario", representative(SCENARIOS, 1, offset=1))
 def test_oracle_succeeds_in_plan_mode(scenario, backends, tmp_path):
     oracle_succeeds(scenario, "plan", backends, tmp_path)
 
@@ -62,7 +62,8 @@ def oracle_succeeds(scenario, mode, backends, tmp_path):
 @pytest.mark.parametrize("scenario", representative(SCENARIOS, 1))
 def test_random_agent_does_not_succeed(scenario, backends, tmp_path):
     from clinigym.run.runner import agent_for
-    env = GoalEnv(scenario, "goal", backend=backends(scenario.app), record_dir=tmp_path, agent_name="random")
+    env = GoalEnv(scenario, "goal", backend=backends(scenario.app), record_dir=tmp_path, agent_name="random",
+                  budget=len(scenario.steps) + 3)   # short here; the library runs use the default budget
     info, reward, terminated, truncated = play(env, agent_for(env, "random", 0))
     env.close()
     # Random clicks never end the episode themselves: the budget runs out.

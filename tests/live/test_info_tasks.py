@@ -12,6 +12,7 @@ from clinigym.envs.goal import GoalEnv
 from clinigym.recording import read_episode
 from clinigym.spec.scenarios import all_scenarios
 from conftest import oracle
+from subset import representative
 
 pytestmark = pytest.mark.live
 INFO = sorted((s for s in all_scenarios() if s.answer is not None), key=lambda s: s.key)
@@ -57,7 +58,7 @@ def wrong(scenario) -> str:
             "19900303": "19800202", "20240212": "20240105"}[a.text]
 
 
-@pytest.mark.parametrize("scenario", INFO, ids=lambda s: s.key)
+@pytest.mark.parametrize("scenario", representative(INFO, 1))
 def test_oracle_answers_right(scenario, backends, tmp_path):
     info, reward, j = episode(scenario, backends, tmp_path, oracle)
     assert info["end_reason"] == "answer" and reward == 1.0
@@ -65,7 +66,7 @@ def test_oracle_answers_right(scenario, backends, tmp_path):
     assert j.reached == len(scenario.steps) and j.first_deviation is None
 
 
-@pytest.mark.parametrize("scenario", INFO, ids=lambda s: s.key)
+@pytest.mark.parametrize("scenario", representative(INFO, 1))
 def test_another_value_is_a_wrong_answer(scenario, backends, tmp_path):
     text = wrong(scenario)
     info, reward, j = episode(scenario, backends, tmp_path, lambda env: WrongAnswer(env, text))
