@@ -209,7 +209,7 @@ class GoalEnv(ProgramEnv):
         s = self.scenario
         frame = self._frame
         if dead is None:
-            self._checks_hold(frame, CHECK_WAIT)   # waits until all hold, or the bound
+            self._checks_hold(CHECK_WAIT)           # waits until all hold, or the bound
             frame = self.backend.display.grab()    # the screen now, for a `screen` check
         checks = [{"check": c.describe(), "passed": dead is None and self._check(c, frame)} for c in s.check]
         state_ok = all(c["passed"] for c in checks)

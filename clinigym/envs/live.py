@@ -179,7 +179,7 @@ class LiveEnv(ProgramEnv):
                                                               self._frame, out.frame)
         out.correct = bool(out.hit and out.type_ok and not out.invalid and out.transition_seen and out.dead is None)
         if out.correct and self._step_index == len(self.scenario.steps) - 1 and self.scenario.check:
-            out.final_check = self._checks_hold(out.frame, self.app.settle.timeout)
+            out.final_check = self._checks_hold(self.app.settle.timeout)
             out.correct = out.final_check
         if not out.correct:
             out.failure = self._failure(parsed, out)

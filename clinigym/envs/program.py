@@ -139,9 +139,9 @@ class ProgramEnv(ScreenEnv):
             after = frame
         return False, after
 
-    def _checks_hold(self, frame: Frame, timeout: float) -> bool:
+    def _checks_hold(self, timeout: float) -> bool:
         """The scenario's final state checks all hold (waited for, bounded). Each look grabs
-        the screen afresh: a `screen` check must see what it waited for, not `frame`."""
+        the screen afresh: a `screen` check must see what it waited for."""
         def look() -> bool:
             now = self.backend.display.grab()
             return all(holds(c, self.backend, None, now) for c in self.scenario.check)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from clinigym.eval.formatting import pct
 from clinigym.eval.scoring import score_dirs
 
 
@@ -30,17 +31,13 @@ def compare_rows(runs: list[Path], penalties: str | None = None) -> list[dict]:
     return rows
 
 
-def _pct(v) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
 def format_compare(rows: list[dict]) -> str:
     head = (f"{'agent':<10} {'mode':<6} {'eps':>4} {'TCA':>7} {'SHR':>7} {'success':>8} {'strict':>7} "
             f"{'safety':>7} {'false done':>10} {'progress':>8}  run")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['agent']:<10} {r['mode']:<6} {r['episodes']:>4} {_pct(r.get('tca')):>7} "
-                     f"{_pct(r.get('shr')):>7} {_pct(r.get('success')):>8} {_pct(r.get('strict_success')):>7} "
-                     f"{_pct(r.get('safety')):>7} {_pct(r.get('false_done_rate')):>10} "
-                     f"{_pct(r.get('progress')):>8}  {r['run']}")
+        lines.append(f"{r['agent']:<10} {r['mode']:<6} {r['episodes']:>4} {pct(r.get('tca')):>7} "
+                     f"{pct(r.get('shr')):>7} {pct(r.get('success')):>8} {pct(r.get('strict_success')):>7} "
+                     f"{pct(r.get('safety')):>7} {pct(r.get('false_done_rate')):>10} "
+                     f"{pct(r.get('progress')):>8}  {r['run']}")
     return "\n".join(lines)

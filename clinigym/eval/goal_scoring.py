@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from clinigym.core import audit
+from clinigym.eval.formatting import pct
 from clinigym.recording import Episode
 
 GOAL_MODES = ("plan", "goal")
@@ -120,10 +121,6 @@ def summarize_goal(results: list[GoalResult], weights: str = audit.DEFAULT_PENAL
     return out
 
 
-def _pct(v) -> str:
-    return "-" if v is None else f"{100 * v:5.1f}%"
-
-
 def format_goal_table(mode: str, summary: dict) -> str:
     head = (f"{'program':<14} {'eps':>4} {'strict':>7} {'success':>7} {'compl':>7} {'safety':>7} {'score':>6} "
             f"{'progr':>7} {'false':>6} {'act/ref':>7} {'dev':>5} {'s/ep':>6}  violations")
@@ -137,14 +134,14 @@ def format_goal_table(mode: str, summary: dict) -> str:
         fd = m.get("false_done_rate")
         dev = m.get("first_deviation_mean")
         lines.append(
-            f"{name:<14} {m['n_episodes']:>4} {_pct(m.get('strict_success')):>7} {_pct(m.get('success')):>7} "
-            f"{_pct(m.get('completion')):>7} {_pct(m.get('safety')):>7} {m.get('score', 0):>6.2f} "
-            f"{_pct(m.get('progress')):>7} {_pct(fd) if fd is not None else '-':>6} "
+            f"{name:<14} {m['n_episodes']:>4} {pct(m.get('strict_success')):>7} {pct(m.get('success')):>7} "
+            f"{pct(m.get('completion')):>7} {pct(m.get('safety')):>7} {m.get('score', 0):>6.2f} "
+            f"{pct(m.get('progress')):>7} {pct(fd) if fd is not None else '-':>6} "
             f"{m.get('actions_over_reference', 0):>7.2f} {'-' if dev is None else f'{dev:.1f}':>5} "
             f"{m.get('seconds_mean', 0):>6.1f}  {sev}{' (' + dims + ')' if dims else ''}")
     ci = summary.get("ci95")
     if ci:
         lines.append("95% CI (bootstrap over episodes): " + ", ".join(
-            f"{k} {_pct(lo).strip()}-{_pct(hi).strip()}" for k, (lo, hi) in ci.items()
+            f"{k} {pct(lo).strip()}-{pct(hi).strip()}" for k, (lo, hi) in ci.items()
             if k in ("strict_success", "success", "completion", "progress")))
     return "\n".join(lines)

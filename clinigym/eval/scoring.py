@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from clinigym.core.judge import FAILURE_TYPES
+from clinigym.eval.formatting import pct
 from clinigym.recording import Episode, episode_folders, read_episode
 
 DECAY = 0.8
@@ -154,10 +155,6 @@ def score_dirs(dirs: list[Path], penalties: str | None = None) -> tuple[dict, li
     return summary, [*steps, *goals]
 
 
-def _pct(v) -> str:
-    return "-" if v is None else f"{100 * v:5.1f}%"
-
-
 def format_table(summary: dict, title: str = "") -> str:
     """Plain-text tables: PROTOCOL.md's metrics of the steps-mode tasks, one row per program
     and the overall row (with its 95% CI below); then one table per plan or goal mode."""
@@ -178,16 +175,16 @@ def _steps_table(summary: dict, title: str) -> str:
         fails = dict(m.get("failures", {}), **m.get("live_outcomes", {}))
         fail_text = ", ".join(f"{k}={v}" for k, v in fails.items()) or "-"
         wps = "-" if m.get("wps") is None else f"{m['wps']:.3f}"
-        lines.append(f"{name:<14} {m['n_tasks']:>5} {_pct(m.get('tca')):>7} {_pct(m.get('s1a')):>7} "
-                     f"{_pct(m.get('shr')):>7} {_pct(m.get('shr_attempted')):>7} {wps:>6} "
-                     f"{_pct(m.get('wps_norm')):>7}  {fail_text}")
+        lines.append(f"{name:<14} {m['n_tasks']:>5} {pct(m.get('tca')):>7} {pct(m.get('s1a')):>7} "
+                     f"{pct(m.get('shr')):>7} {pct(m.get('shr_attempted')):>7} {wps:>6} "
+                     f"{pct(m.get('wps_norm')):>7}  {fail_text}")
     ci = summary.get("ci95")
     if ci:
         lines.append("95% CI (bootstrap over tasks): " + ", ".join(
-            f"{k.upper()} {_pct(lo).strip()}-{_pct(hi).strip()}" for k, (lo, hi) in ci.items()
+            f"{k.upper()} {pct(lo).strip()}-{pct(hi).strip()}" for k, (lo, hi) in ci.items()
             if k in ("tca", "s1a", "shr")))
     if "single_step_accuracy" in summary:
-        lines.append(f"single-step accuracy: {_pct(summary['single_step_accuracy']).strip()}")
+        lines.append(f"single-step accuracy: {pct(summary['single_step_accuracy']).strip()}")
     if "tca_recovery" in summary:
-        lines.append(f"TCA with recovery: {_pct(summary['tca_recovery']).strip()}")
+        lines.append(f"TCA with recovery: {pct(summary['tca_recovery']).strip()}")
     return "\n".join(lines)

@@ -20,7 +20,8 @@ APPS = sorted({s.app for s in SCENARIOS})
 
 
 def first_scenario(app):
-    return next(s for s in SCENARIOS if s.app == app)
+    """The program's first scenario with a second step (information tasks end after one)."""
+    return next(s for s in SCENARIOS if s.app == app and len(s.steps) >= 2)
 
 
 @pytest.mark.parametrize("scenario", representative(SCENARIOS))

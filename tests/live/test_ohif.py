@@ -44,7 +44,7 @@ def get(url: str, **kw) -> requests.Response:
 def test_enough_scenarios():
     assert len(SCENARIOS) >= 4
     assert any(st.action == "drag" and st.end_target for s in SCENARIOS for st in s.steps)
-    assert all(s.check for s in SCENARIOS)
+    assert all(s.check or s.answer for s in SCENARIOS)   # information tasks are judged on the answer
 
 
 def test_no_first_visit_ui_at_the_start(started):
