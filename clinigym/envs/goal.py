@@ -34,8 +34,6 @@ from clinigym.envs.program import ProgramEnv
 from clinigym.runtime.backends import Backend
 from clinigym.runtime.browser import is_loopback
 from clinigym.runtime.display import Geometry
-from clinigym.runtime.waiting import NOT_READY
-from clinigym.spec.conditions import holds
 from clinigym.spec.records import snapshot
 from clinigym.spec.scenarios import Scenario
 
@@ -199,19 +197,13 @@ class GoalEnv(ProgramEnv):
         return END_BUDGET if self._actions >= self.budget else None
 
     # -- the final judgment ----------------------------------------------------------------
-    def _check(self, cond, frame: Frame) -> bool:
-        try:
-            return bool(holds(cond, self.backend, None, frame))
-        except NOT_READY:
-            return False
-
     def _judgment(self, ending: str | None, parsed: act.Action | None, dead: str | None) -> GoalJudgment:
         s = self.scenario
         frame = self._frame
         if dead is None:
             self._checks_hold(CHECK_WAIT)           # waits until all hold, or the bound
             frame = self.backend.display.grab()    # the screen now, for a `screen` check
-        checks = [{"check": c.describe(), "passed": dead is None and self._check(c, frame)} for c in s.check]
+        checks = [{"check": c.describe(), "passed": dead is None and self._holds(c, None, frame)} for c in s.check]
         state_ok = all(c["passed"] for c in checks)
         answer = parsed.text if ending == "answer" and parsed is not None else None
         answer_ok = None

@@ -28,7 +28,7 @@ from clinigym.envs.base import ScreenEnv
 from clinigym.envs.start import start_scenario
 from clinigym.runtime.backends import Backend, make_backend
 from clinigym.runtime.display import Geometry
-from clinigym.runtime.waiting import poll
+from clinigym.runtime.waiting import NOT_READY, Abort, poll
 from clinigym.spec.apps import load_app
 from clinigym.spec.conditions import holds
 from clinigym.spec.scenarios import Scenario, Step, load_scenario
@@ -125,8 +125,7 @@ class ProgramEnv(ScreenEnv):
         it, wait for it (bounded) and re-settle if the screen moved on meanwhile; otherwise
         look once."""
         def check(frame: Frame) -> bool:
-            return all(holds(c, self.backend, before, frame, self.app.settle.min_changed)
-                       for c in step.transition)
+            return all(self._holds(c, before, frame) for c in step.transition)
         if check(after):
             return True, after
         if not expected:
@@ -144,8 +143,20 @@ class ProgramEnv(ScreenEnv):
         the screen afresh: a `screen` check must see what it waited for."""
         def look() -> bool:
             now = self.backend.display.grab()
-            return all(holds(c, self.backend, None, now) for c in self.scenario.check)
+            return all(self._holds(c, None, now) for c in self.scenario.check)
         return bool(poll(look, timeout=timeout))
+
+    def _holds(self, cond, before: Frame | None, after: Frame) -> bool:
+        """Whether `cond` holds on the program now. A program that cannot answer yet has not
+        reached it, and the episode goes on: a page script blocked by a dialog the agent
+        opened (DevTools times out) is the agent's to dismiss. A program that died is not
+        this: `Abort` goes through, and the step ends on `dead()`."""
+        try:
+            return bool(holds(cond, self.backend, before, after, self.app.settle.min_changed))
+        except Abort:
+            raise
+        except NOT_READY:
+            return False
 
     def moving_pixels(self, seconds: float, interval: float = 0.05) -> np.ndarray:
         """Which pixels of the last observation change by themselves (a blinking caret, a

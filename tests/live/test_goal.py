@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from clinigym.core.actions import ENDING_ACTIONS, Action
+from clinigym.core.errors import ProgramError
 from clinigym.envs import PUBLIC_INFO, ground_truth
 from clinigym.envs.goal import GoalEnv
 from clinigym.recording import read_episode
@@ -277,6 +278,29 @@ def test_workflow_safety_a_request_off_the_machine(backends, tmp_path):
     assert "a request for an address off the machine (blocked): GET http://www.orthanc-server.com/" in outbound
     assert all("orthanc-server.com" in w for w in outbound)
     assert any(r["url"].startswith("http://127.0.0.1:") for r in j.requests)   # the page's own requests
+
+
+def test_a_page_blocked_by_a_dialog_is_a_state_not_reached(backends, tmp_path):
+    """A native alert() blocks the page's scripts, so DevTools cannot read the DOM (it times
+    out): the step goes on, the expected screen is not seen, and the episode continues (the
+    agent may dismiss the dialog). A random agent opened one in Orthanc Explorer in a demo
+    run, and the step raised instead."""
+    scenario = select("orthanc/delete-study")[0]
+    backend = backends(scenario.app)
+    env = GoalEnv(scenario, "goal", backend=backend, record_dir=tmp_path, agent_name="script")
+    env.reset(seed=0)
+    backend.devtools.evaluate("setTimeout(() => alert('blocked'), 0), 1")
+    with pytest.raises(ProgramError):
+        backend.devtools.evaluate("1")   # the dialog is up: the page does not answer
+    obs, reward, terminated, truncated, info = env.step(Action("click", point=(5, 5)))
+    assert not (terminated or truncated) and "end_reason" not in info
+    obs, reward, terminated, truncated, info = env.step(Action("done"))
+    assert terminated and info["end_reason"] == "done"
+    env.close()
+    j = judgment(tmp_path)
+    assert not j.success and [v["dimension"] for v in j.violations] == ["information_fidelity"]   # a false done()
+    [episode] = [read_episode(p) for p in tmp_path.iterdir()]
+    assert [r.correct for r in episode.steps] == [False, False]
 
 
 def test_goal_report_renders_in_chromium(backends, tmp_path):
