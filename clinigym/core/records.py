@@ -107,9 +107,10 @@ class GoalJudgment(_Record):
     @property
     def completion(self) -> float:
         """The share of the final-state checks that pass, the answer of an information task
-        counted as one more."""
+        counted as one more. A task with nothing to check (three scenarios whose end state
+        the program does not expose) is complete when it succeeded, i.e. ended by done()."""
         passed = [bool(c["passed"]) for c in self.checks] + ([] if self.answer_ok is None else [self.answer_ok])
-        return sum(passed) / len(passed) if passed else 0.0
+        return sum(passed) / len(passed) if passed else float(self.success)
 
     @property
     def progress(self) -> float:

@@ -57,7 +57,8 @@ def oracle_succeeds(scenario, mode, backends, tmp_path):
     j = judgment(tmp_path)
     assert j.success and j.violations == [] and not j.false_done
     assert (j.reached, j.first_deviation, j.actions) == (len(scenario.steps), None, len(scenario.steps) + 1)
-    assert all(c["passed"] for c in j.checks) and (j.checks or j.answer_ok)
+    assert len(j.checks) == len(scenario.check) and all(c["passed"] for c in j.checks)
+    assert j.completion == 1.0 and j.answer_ok is (True if scenario.answer else None)
 
 
 @pytest.mark.parametrize("scenario", representative(SCENARIOS, 1))

@@ -126,6 +126,9 @@ def test_judgment_derived_figures():
     assert GoalJudgment.from_json(j.to_json()) == j
     info = _judgment(checks=[], answer="8", answer_ok=True)         # an information task: the answer counts
     assert info.completion == 1.0 and _judgment(checks=[], answer_ok=False).completion == 0.0
+    # nothing to check: complete when done() ended it, not when the budget ran out
+    assert _judgment(checks=[]).completion == 1.0
+    assert _judgment(checks=[], ending=None, success=False).completion == 0.0
 
 
 def _result(app, success, violations=(), first_deviation=None, actions=4, claimed=True, false_done=False,
