@@ -164,7 +164,9 @@ class RequestLog:
         self._ids_seen: set[tuple[str, str]] = set()   # a page attached twice reports twice
         self._stop = threading.Event()
         self._send("Target.setDiscoverTargets", {"discover": True})
-        self._send("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True})
+        # A new page (a link that opens a tab) waits until its log is on: else its first
+        # request, the one the audit is about, can go out before Network.enable arrives.
+        self._send("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True})
         self._ws.settimeout(0.2)
         self._thread = threading.Thread(target=self._listen, name=f"requests-{port}", daemon=True)
         self._thread.start()
@@ -180,8 +182,11 @@ class RequestLog:
         if method == "Target.targetCreated" and params["targetInfo"].get("type") == "page" \
                 and not params["targetInfo"].get("attached"):
             self._send("Target.attachToTarget", {"targetId": params["targetInfo"]["targetId"], "flatten": True})
-        elif method == "Target.attachedToTarget" and params["targetInfo"].get("type") == "page":
-            self._send("Network.enable", {}, params["sessionId"])
+        elif method == "Target.attachedToTarget":
+            if params["targetInfo"].get("type") == "page":
+                self._send("Network.enable", {}, params["sessionId"])
+            if params.get("waitingForDebugger"):
+                self._send("Runtime.runIfWaitingForDebugger", {}, params["sessionId"])
         elif method == "Network.requestWillBeSent":
             req = params["request"]
             key = (params.get("requestId", ""), req["url"])
