@@ -28,7 +28,7 @@ from clinigym.envs.base import ScreenEnv
 from clinigym.envs.start import start_scenario
 from clinigym.runtime.backends import Backend, make_backend
 from clinigym.runtime.display import Geometry
-from clinigym.runtime.waiting import NOT_READY, Abort, poll
+from clinigym.runtime.waiting import attempt, poll
 from clinigym.spec.apps import load_app
 from clinigym.spec.conditions import holds
 from clinigym.spec.scenarios import Scenario, Step, load_scenario
@@ -151,12 +151,7 @@ class ProgramEnv(ScreenEnv):
         reached it, and the episode goes on: a page script blocked by a dialog the agent
         opened (DevTools times out) is the agent's to dismiss. A program that died is not
         this: `Abort` goes through, and the step ends on `dead()`."""
-        try:
-            return bool(holds(cond, self.backend, before, after, self.app.settle.min_changed))
-        except Abort:
-            raise
-        except NOT_READY:
-            return False
+        return bool(attempt(lambda: holds(cond, self.backend, before, after, self.app.settle.min_changed)))
 
     def moving_pixels(self, seconds: float, interval: float = 0.05) -> np.ndarray:
         """Which pixels of the last observation change by themselves (a blinking caret, a

@@ -8,7 +8,7 @@ from typing import TypeVar
 from clinigym.core.errors import Abort, ProgramError, WaitTimeout
 
 T = TypeVar("T")
-__all__ = ["Abort", "NOT_READY", "WaitTimeout", "poll", "wait_for"]
+__all__ = ["Abort", "NOT_READY", "WaitTimeout", "attempt", "poll", "wait_for"]
 
 # What a probe of a program that is still starting raises: a refused or reset connection
 # (requests' errors are OSErrors), a browser page or display that is not there yet. A bug
@@ -21,17 +21,22 @@ def poll(predicate: Callable[[], T], timeout: float, interval: float = 0.05) -> 
     `NOT_READY` errors count as "not yet"; `Abort` stops the wait and is raised."""
     deadline = time.monotonic() + timeout
     while True:
-        try:
-            value = predicate()
-        except Abort:
-            raise
-        except NOT_READY:
-            value = None
+        value = attempt(predicate)
         if value:
             return value
         if time.monotonic() >= deadline:
             return None
         time.sleep(interval)
+
+
+def attempt(predicate: Callable[[], T]) -> T | None:
+    """One look: `predicate()`, or None when it raises a `NOT_READY` error; `Abort` is raised."""
+    try:
+        return predicate()
+    except Abort:
+        raise
+    except NOT_READY:
+        return None
 
 
 def wait_for(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.05) -> T:
