@@ -19,6 +19,7 @@ import json
 import os
 import secrets
 import socket
+import threading
 from pathlib import Path
 
 from clinigym.core.errors import ProgramError
@@ -31,7 +32,8 @@ from clinigym.runtime.waiting import WaitTimeout, wait_for
 from clinigym.spec.apps import AppSpec
 
 LABEL = "org.clinigym"           # every container clinigym starts carries it
-X11_DIR = Path("/tmp/.X11-unix")
+LOCK_DIR = Path("/tmp")                # where X servers keep their .X<n>-lock files
+X11_DIR = LOCK_DIR / ".X11-unix"
 FIRST_DISPLAY = 100               # above the numbers local Xvfb servers pick for themselves
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SUPERVISOR = Path(__file__).resolve().with_name("supervisor.py")
@@ -218,25 +220,42 @@ def reserve_display() -> int:
     """A display number no server uses, reserved with an X lock file on the host (the
     container's Xvfb keeps its own lock inside the container): local Xvfb servers
     skip numbers whose lock names a live process."""
+    with _RESERVING:   # two threads must not both judge one lock stale and both take it
+        return _reserve_display()
+
+
+_RESERVING = threading.Lock()
+
+
+def _reserve_display() -> int:
     for n in range(FIRST_DISPLAY, 1000):
-        lock = Path(f"/tmp/.X{n}-lock")
+        lock = LOCK_DIR / f".X{n}-lock"
         if _server_answers(n):   # e.g. a container whose run was killed: its lock may be gone
             continue
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o444)
-        except FileExistsError:
+        if not _take_lock(lock):
             if _lock_owner_alive(lock):
                 continue
             lock.unlink(missing_ok=True)   # stale: its process is gone
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o444)
-            except FileExistsError:
+            if not _take_lock(lock):
                 continue
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{os.getpid():>10}\n")
         (X11_DIR / f"X{n}").unlink(missing_ok=True)   # a socket left by a killed container
         return n
     raise ProgramError("no free X display number between 100 and 999")
+
+
+def _take_lock(lock: Path) -> bool:
+    """Create `lock` holding this process's id, all at once (written aside, then linked
+    into place, as the X server does): a lock seen half-written would look stale to
+    another thread reserving at the same moment, and both would get the number."""
+    aside = lock.with_name(f"{lock.name}.{os.getpid()}.{threading.get_ident()}")
+    aside.write_text(f"{os.getpid():>10}\n")
+    try:
+        os.link(aside, lock)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        aside.unlink(missing_ok=True)
 
 
 def _server_answers(number: int) -> bool:
@@ -254,14 +273,14 @@ def _server_answers(number: int) -> bool:
 
 def _lock_owner_alive(lock: Path) -> bool:
     try:
-        pid = int(lock.read_text().strip() or 0)
+        pid = int(lock.read_text().strip())
     except (OSError, ValueError):
-        return True   # being written right now: not ours to take
-    return pid > 0 and pid_alive(pid)
+        return True   # unreadable or empty: written by something else, not ours to take
+    return pid_alive(pid)
 
 
 def release_display(number: int) -> None:
-    Path(f"/tmp/.X{number}-lock").unlink(missing_ok=True)
+    (LOCK_DIR / f".X{number}-lock").unlink(missing_ok=True)
     (X11_DIR / f"X{number}").unlink(missing_ok=True)
 
 
@@ -301,7 +320,7 @@ def remove_stale_locks(owners: set[int] | None = None) -> list[str]:
     gone or one of `owners`: left by an X server that was killed, or reserved for a
     container by a run that was (the X server's own rule for a stale lock)."""
     removed = []
-    for lock in sorted(Path("/tmp").glob(".X*-lock")):
+    for lock in sorted(LOCK_DIR.glob(".X*-lock")):
         number = lock.name[2:-5]
         if not number.isdigit() or _server_answers(int(number)):
             continue
