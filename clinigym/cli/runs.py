@@ -47,8 +47,8 @@ def cmd_run(args) -> int:
     if bool(args.out) == bool(args.resume):
         print("error: give --out (a new run) or --resume DIR (a run to continue)", file=sys.stderr)
         return 2
-    if args.workers < 1 or (args.workers > 1 and args.dataset):
-        print("error: --workers: at least 1, and more only for live scenarios", file=sys.stderr)
+    if args.workers < 1 or ((args.workers > 1 or args.ray) and args.dataset):
+        print("error: --workers: at least 1; more, and --ray, only for live scenarios", file=sys.stderr)
         return 2
     out = Path(args.resume or args.out)
     if args.out and ((out / "episodes").exists() and any((out / "episodes").iterdir())
@@ -61,7 +61,7 @@ def cmd_run(args) -> int:
     options = _agent_options(args)
     try:
         if args.resume:
-            result = resume(out, workers=args.workers, progress=not args.no_progress)
+            result = resume(out, workers=args.workers, progress=not args.no_progress, ray=args.ray)
         elif args.dataset:
             result = run_static(Path(args.dataset), args.agent, out, args.software, args.seed, args.single_step,
                                 args.delta, progress=not args.no_progress, agent_options=options)
@@ -71,9 +71,9 @@ def cmd_run(args) -> int:
                 scenarios = first_per_program(scenarios, args.per_program)
             result = run(scenarios, args.agent, out, args.episodes, args.seed, args.recovery,
                          progress=not args.no_progress, agent_options=options, backend=args.backend,
-                         mode=args.mode, budget=args.budget, workers=args.workers)
+                         mode=args.mode, budget=args.budget, workers=args.workers, ray=args.ray)
     except RunStopped as stop:
-        return _stopped(stop, out, in_process=args.workers == 1)
+        return _stopped(stop, out, in_process=args.workers == 1 and not args.ray)
     if args.json:
         print(json.dumps(result.summary, indent=2))
     else:
@@ -155,6 +155,9 @@ def cmd_agents(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.throughput:
+        from clinigym.run.throughput_bench import run_throughput
+        return run_throughput(Path(args.out) if args.out else None)
     from clinigym.run.bench import run_bench
     from clinigym.spec.apps import app_names
     return run_bench(args.apps or app_names(), args.repeats, Path(args.out) if args.out else None, args.backends,
@@ -180,7 +183,12 @@ def register(sub) -> None:
                    help="continue the run in DIR (stopped or killed) with the parameters it was started "
                         "with: finished episodes are kept, one that was cut off runs again")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="run episodes at once in N processes, each with its own program instances")
+                   help="run episodes at once in N processes, each with its own program instances "
+                        "(with --ray: N actors on the cluster)")
+    p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
+                   help="run the episodes on a running Ray cluster (default address: auto, the one on "
+                        "this machine); needs clinigym[ray]; on one machine start it with loopback only "
+                        "(README)")
     p.add_argument("--episodes", type=int, default=1, help="episodes per scenario")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", choices=MODES, default="steps",
@@ -233,4 +241,7 @@ def register(sub) -> None:
                         "first scenario of each program): the evidence for each program's settle windows")
     p.add_argument("--backends", nargs="*", choices=KINDS, default=["local"],
                    help="backends to measure (docker adds restart vs recreate and side-by-side scaling)")
+    p.add_argument("--throughput", action="store_true",
+                   help="instead: episodes and steps per minute of the oracle with 1, 2, 4 and 8 workers "
+                        "and on a two-node loopback Ray cluster (needs root and clinigym[ray])")
     p.set_defaults(func=cmd_bench)

@@ -103,10 +103,17 @@ class Tally:
         self.out = out
         self.running = 0
         self.failed = 0
+        self.retries = 0
         self.bar = tqdm(total=total, initial=done, desc=desc, unit="ep", disable=not progress)
 
     def started(self, p: Planned) -> None:
         self.running += 1
+        self._show(p.key)
+
+    def retried(self, p: Planned) -> None:
+        """Its worker died under it and it is to run again (Ray): not running for now."""
+        self.running -= 1
+        self.retries += 1
         self._show(p.key)
 
     def ended(self, p: Planned, error: EpisodeError | None) -> None:
@@ -118,7 +125,8 @@ class Tally:
         self._show(p.key)
 
     def _show(self, key: str) -> None:
-        self.bar.set_postfix_str(f"running {self.running}, failed {self.failed}; {key}")
+        retried = f", retried {self.retries}" if self.retries else ""
+        self.bar.set_postfix_str(f"running {self.running}, failed {self.failed}{retried}; {key}")
 
     def close(self) -> None:
         self.bar.close()

@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from clinigym.envs.static import StaticEnv
 from clinigym.eval.scoring import score_dirs
+from clinigym.run.distributed import RayRun
 from clinigym.run.episodes import Tally, agent_for, run_episode, run_here
 from clinigym.run.plan import Planned, RunSpec, ScenarioRef, partition, plan_episodes
 from clinigym.run.pool import Pool
@@ -38,22 +39,23 @@ class RunResult:
 def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1,
         seed: int = 0, recovery: bool = False, progress: bool = True,
         agent_options: dict | None = None, backend: str | None = None, mode: str = "steps",
-        budget: int | None = None, workers: int = 1) -> RunResult:
+        budget: int | None = None, workers: int = 1, ray: str | None = None) -> RunResult:
     """Every scenario `episodes` times in a mode (`clinigym.core.context.MODES`); `recovery`
     is for the steps mode, `budget` (actions per episode) for the plan and goal modes.
     `workers` > 1 runs episodes at once in that many processes, each with its own program
     instances: the agent must then be one the registry has when clinigym is imported, and
     a script that calls this must guard its entry point (`if __name__ == "__main__":`), as
-    for any pool of processes started with `spawn`."""
+    for any pool of processes started with `spawn`. `ray` (a cluster's address, or "auto")
+    runs them on a Ray cluster instead, `workers` actors (`clinigym.run.distributed`)."""
     spec = RunSpec(tuple(str(s.path) for s in scenarios), agent_name, dict(agent_options or {}), episodes,
                    seed, mode, recovery, budget, backend,
                    tuple(str(f) for f in paths.folders() if f != paths.builtin_root()))
     out = Path(out)
     (out / "episodes").mkdir(parents=True, exist_ok=True)
-    return _execute(spec, out, _plan(spec, scenarios), workers, progress, resuming=False)
+    return _execute(spec, out, _plan(spec, scenarios), workers, progress, resuming=False, ray=ray)
 
 
-def resume(out: Path, workers: int = 1, progress: bool = True) -> RunResult:
+def resume(out: Path, workers: int = 1, progress: bool = True, ray: str | None = None) -> RunResult:
     """Continue a run that was stopped or killed, from its folder alone: finished episodes
     are kept, one that was cut off runs again from its reset; the summary is the one an
     uninterrupted run gives."""
@@ -62,7 +64,7 @@ def resume(out: Path, workers: int = 1, progress: bool = True) -> RunResult:
     for folder in spec.search_path:
         paths.add_folder(folder)
     return _execute(spec, out, _plan(spec, [load_scenario(Path(p)) for p in spec.scenarios]), workers,
-                    progress, resuming=True)
+                    progress, resuming=True, ray=ray)
 
 
 def _plan(spec: RunSpec, scenarios: list[Scenario]) -> list[Planned]:
@@ -70,7 +72,7 @@ def _plan(spec: RunSpec, scenarios: list[Scenario]) -> list[Planned]:
 
 
 def _execute(spec: RunSpec, out: Path, planned: list[Planned], workers: int, progress: bool,
-             resuming: bool) -> RunResult:
+             resuming: bool, ray: str | None) -> RunResult:
     episodes_dir = out / "episodes"
     with holding(out):
         if resuming:
@@ -81,7 +83,9 @@ def _execute(spec: RunSpec, out: Path, planned: list[Planned], workers: int, pro
         mark_owner()   # the programs it starts are this run's (workers mark their own)
         tally = Tally(out, len(planned), len(planned) - len(todo), f"{spec.agent} ({spec.mode})", progress)
         try:
-            if workers > 1 and todo:
+            if ray and todo:
+                RayRun(spec, episodes_dir, tally, workers, ray).run(todo)
+            elif workers > 1 and todo:
                 Pool(spec, episodes_dir, tally, workers).run(todo)
             else:
                 with stop_on(*STOP_SIGNALS) as guard:

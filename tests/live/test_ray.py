@@ -1,0 +1,84 @@
+"""`clinigym run --ray` on a real Ray cluster of two nodes (a head and a second `ray start`)
+in a network namespace that has only loopback, so that nothing binds or sends to another
+address: the run is complete though one actor is killed mid-run, the retried episode says
+so, the episodes ran on both nodes, and the outcomes equal the local pool's."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clinigym.recording import read_episode
+from clinigym.run.loopback_cluster import LoopbackCluster
+from clinigym.runtime.waiting import wait_for
+
+BIN = Path(sys.executable).parent
+RUN = ["--scenario", "dicomscope/*", "--per-program", "10", "--episodes", "2", "--agent", "oracle",
+       "--no-progress", "--json"]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LoopbackCluster]:
+    with LoopbackCluster(nodes=2, cpus=2) as c:
+        yield c
+
+
+def displays() -> int:
+    return int(subprocess.run(["pgrep", "-c", "-x", "Xvfb"], capture_output=True, text=True).stdout or 0)
+
+
+def outcomes(run: Path) -> dict[int, tuple]:
+    found = {}
+    for folder in sorted((run / "episodes").iterdir()):
+        e = read_episode(folder)
+        found[int(folder.name[:4])] = (e.header.scenario, e.header.outcome.status,
+                                       tuple(s.correct for s in e.steps))
+    return found
+
+
+def test_ray_run_survives_a_killed_actor_and_equals_the_pool(cluster, tmp_path):
+    ray_run, pool_run = tmp_path / "ray", tmp_path / "pool"
+    before = displays()
+    driver = subprocess.Popen(cluster.command([str(BIN / "clinigym"), "run", *RUN, "--ray", cluster.address,
+                                               "--workers", "2", "--out", str(ray_run)]),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Kill one actor's process once a few episodes came back: its episode runs again.
+        def episodes() -> int:
+            return len(list((ray_run / "episodes").iterdir())) if (ray_run / "episodes").is_dir() else 0
+        wait_for(lambda: episodes() >= 3 or driver.poll() is not None, 300, "three episodes of the Ray run")
+        assert driver.poll() is None, driver.communicate()
+        actors = subprocess.run(["pgrep", "-f", "ray::EpisodeWorker"], capture_output=True, text=True)
+        pids = [int(p) for p in actors.stdout.split()]
+        assert len(pids) == 2, actors
+        os.kill(pids[0], signal.SIGKILL)
+        out, err = driver.communicate(timeout=900)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.communicate()
+    assert driver.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["errors"] == []
+
+    found = outcomes(ray_run)
+    assert len(found) == 20 and all(o[1] == "complete" for o in found.values())
+    headers = [json.loads(p.read_text()) for p in sorted((ray_run / "episodes").glob("*/episode.json"))]
+    retried = [h for h in headers if h["extra"]["ray"]["retries"]]
+    assert len(retried) == 1 and "ActorDiedError" in retried[0]["extra"]["ray"]["retries"][0]["error"]
+    assert len({h["extra"]["ray"]["node"] for h in headers}) == 2          # both nodes ran episodes
+    # The actors are gone, and so is what they started, the killed one's too (swept on its node).
+    wait_for(lambda: not subprocess.run(["pgrep", "-f", "ray::EpisodeWorker"], capture_output=True).stdout,
+             30, "the actors to end")
+    assert displays() == before
+
+    pool = subprocess.run([str(BIN / "clinigym"), "run", *RUN, "--workers", "2", "--out", str(pool_run)],
+                          capture_output=True, text=True, timeout=900)
+    assert pool.returncode == 0, pool.stderr
+    assert outcomes(pool_run) == found
