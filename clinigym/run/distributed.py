@@ -149,6 +149,7 @@ class RayRun:
 
     def _run(self, todo: Sequence[Planned]) -> None:
         ray = self.ray
+        _answers(self.address)
         try:
             ray.init(address=self.address, logging_level="ERROR", log_to_driver=False)
         except (ConnectionError, RuntimeError) as exc:
@@ -190,7 +191,10 @@ class RayRun:
 
     def _step(self) -> None:
         running = {a.running: a for a in self.actors if a.running is not None}
-        ready, _ = self.ray.wait(list(running), num_returns=1)
+        # Bounded, so that a stop signal is taken within half a second, not after an episode.
+        ready, _ = self.ray.wait(list(running), num_returns=1, timeout=0.5)
+        if not ready:
+            return
         a = running[ready[0]]
         p = a.chunk[0]
         try:
@@ -244,6 +248,17 @@ class RayRun:
         on_node = NodeAffinitySchedulingStrategy(a.where["node"], soft=False)
         self.sweeps.append(self.ray.remote(num_cpus=0)(_sweep_pids).options(scheduling_strategy=on_node)
                            .remote([a.where["pid"]]))
+
+
+def _answers(address: str) -> None:
+    """Refuse at once an address where nothing listens (Ray itself keeps trying for minutes)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return      # "auto", or a client address: Ray's own answer is quick
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise RayError(f"no Ray cluster answers at {address}: {exc}") from None
 
 
 def _first_line(exc: Exception) -> str:

@@ -42,21 +42,34 @@ def outcomes(run: Path) -> dict[int, tuple]:
     return found
 
 
+def actors() -> list[int]:
+    found = subprocess.run(["pgrep", "-f", "ray::EpisodeWorker"], capture_output=True, text=True)
+    return [int(p) for p in found.stdout.split()]
+
+
+def start_driver(cluster: LoopbackCluster, out: Path) -> subprocess.Popen:
+    """`clinigym run --ray` on 2 actors, from the cluster's namespace."""
+    return subprocess.Popen(cluster.command([str(BIN / "clinigym"), "run", *RUN, "--ray", cluster.address,
+                                             "--workers", "2", "--out", str(out)]),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_episodes(driver: subprocess.Popen, out: Path, n: int) -> None:
+    def done() -> int:
+        return len(list((out / "episodes").iterdir())) if (out / "episodes").is_dir() else 0
+    wait_for(lambda: done() >= n or driver.poll() is not None, 300, f"{n} episodes of the Ray run")
+    assert driver.poll() is None, driver.communicate()
+
+
 def test_ray_run_survives_a_killed_actor_and_equals_the_pool(cluster, tmp_path):
     ray_run, pool_run = tmp_path / "ray", tmp_path / "pool"
     before = displays()
-    driver = subprocess.Popen(cluster.command([str(BIN / "clinigym"), "run", *RUN, "--ray", cluster.address,
-                                               "--workers", "2", "--out", str(ray_run)]),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    driver = start_driver(cluster, ray_run)
     try:
         # Kill one actor's process once a few episodes came back: its episode runs again.
-        def episodes() -> int:
-            return len(list((ray_run / "episodes").iterdir())) if (ray_run / "episodes").is_dir() else 0
-        wait_for(lambda: episodes() >= 3 or driver.poll() is not None, 300, "three episodes of the Ray run")
-        assert driver.poll() is None, driver.communicate()
-        actors = subprocess.run(["pgrep", "-f", "ray::EpisodeWorker"], capture_output=True, text=True)
-        pids = [int(p) for p in actors.stdout.split()]
-        assert len(pids) == 2, actors
+        wait_for_episodes(driver, ray_run, 3)
+        pids = actors()
+        assert len(pids) == 2, pids
         os.kill(pids[0], signal.SIGKILL)
         out, err = driver.communicate(timeout=900)
     finally:
@@ -74,11 +87,29 @@ def test_ray_run_survives_a_killed_actor_and_equals_the_pool(cluster, tmp_path):
     assert len(retried) == 1 and "ActorDiedError" in retried[0]["extra"]["ray"]["retries"][0]["error"]
     assert len({h["extra"]["ray"]["node"] for h in headers}) == 2          # both nodes ran episodes
     # The actors are gone, and so is what they started, the killed one's too (swept on its node).
-    wait_for(lambda: not subprocess.run(["pgrep", "-f", "ray::EpisodeWorker"], capture_output=True).stdout,
-             30, "the actors to end")
+    wait_for(lambda: not actors(), 30, "the actors to end")
     assert displays() == before
 
     pool = subprocess.run([str(BIN / "clinigym"), "run", *RUN, "--workers", "2", "--out", str(pool_run)],
                           capture_output=True, text=True, timeout=900)
     assert pool.returncode == 0, pool.stderr
     assert outcomes(pool_run) == found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_ray_run_leaves_nothing(cluster, tmp_path, sig):
+    before = displays()
+    driver = start_driver(cluster, tmp_path / "ray")
+    try:
+        wait_for_episodes(driver, tmp_path / "ray", 1)
+        driver.send_signal(sig)
+        _, err = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.communicate()
+    assert driver.returncode == 128 + sig, err
+    assert "clinigym run --resume" in err
+    wait_for(lambda: not actors(), 30, "the actors to end")
+    assert displays() == before
+    assert not list(Path("/tmp").glob("clinigym-ray-*"))     # the actors' work folders

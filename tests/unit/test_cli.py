@@ -8,9 +8,9 @@ from conftest import clinigym
 
 @pytest.mark.parametrize("sub, flags", [
     ("apps", ["--json"]), ("scenarios", ["--json"]),
-    ("run", ["--agent", "--model-family", "--checkpoint", "--mode", "--budget"]),
+    ("run", ["--agent", "--model-family", "--checkpoint", "--mode", "--budget", "--ray"]),
     ("score", ["--predictions", "--penalties"]), ("compare", ["--penalties", "--json"]),
-    ("bench", ["--backends"]), ("export", ["--medspot"]), ("report", ["--out"]),
+    ("bench", ["--backends", "--throughput"]), ("export", ["--medspot"]), ("report", ["--out"]),
     ("replay", ["--threshold", "--json"]), ("validate", ["--scenario-map", "--json"]), ("agents", ["--json"]),
     ("coverage", ["--json"]), ("shape", ["--per-program"]), ("images", ["--force"]), ("cleanup", ["--all"]),
     ("view", ["--duration"]), ("collect", ["--review"]), ("agreement", ["--threshold"])])
@@ -43,3 +43,16 @@ def test_agents_lists_agents_and_families():
     assert {"oracle", "random", "ocr", "http"} <= set(data["agents"])
     assert {"ui-tars-1.5", "qwen2.5-vl", "aguvis", "cogagent", "seeclick", "gpt-4o"} <= set(data["families"])
     assert set(data["cua_formats"]) == {"ui-tars-1.5", "qwen2.5-vl", "qwen3-vl", "openai-computer-use", "json"}
+
+
+def test_ray_where_no_cluster_answers_fails_at_once(tmp_path):
+    # Ray itself keeps trying an address for minutes; nothing listens on port 1 of loopback.
+    done = clinigym("run", "--scenario", "dicomscope/*", "--per-program", "1", "--ray", "127.0.0.1:1",
+                    "--no-progress", "--out", str(tmp_path / "run"), check=False)
+    assert done.returncode == 1
+    assert "RayError: no Ray cluster answers at 127.0.0.1:1" in done.stderr
+
+
+def test_ray_is_for_live_scenarios(tmp_path):
+    done = clinigym("run", "--dataset", str(tmp_path), "--ray", "--out", str(tmp_path / "run"), check=False)
+    assert done.returncode == 2 and "--ray, only for live scenarios" in done.stderr
