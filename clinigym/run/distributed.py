@@ -12,8 +12,8 @@ machine alone.
 An actor that dies (its process killed, its node lost) costs no episode: the one it ran
 goes to a new actor, up to `MAX_ATTEMPTS` runs in all, and every earlier attempt is noted
 in the episode's header (`extra["ray"]["retries"]`); what the dead actor left on its node
-is swept by a task pinned there. SIGINT and SIGTERM close every actor's programs (bounded
-by `GRACE`), then kill the actors.
+is swept by a task pinned there. SIGINT and SIGTERM kill every actor at once and sweep
+what each started on its node (bounded by `GRACE`).
 
 Ray binds to the machine's external address unless its nodes see only loopback: on one
 machine, start the cluster in a network namespace with only `lo` (see the README).
@@ -164,7 +164,7 @@ class RayRun:
                     self._step()
             finally:
                 guard.shield()
-                self._shutdown()
+                self._shutdown(stopping=guard.signum is not None)
                 ray.shutdown()
             guard.check()
 
@@ -228,14 +228,17 @@ class RayRun:
         if self.remaining:
             self._start()
 
-    def _shutdown(self) -> None:
-        """Every actor closes its programs (bounded), then is killed; what dead actors (and
-        ones that did not close in time) left is swept on their node, if it still answers."""
+    def _shutdown(self, stopping: bool) -> None:
+        """Run out of work: every actor closes its programs (bounded by `GRACE`), then is
+        killed. Stopping: every actor is killed at once, mid-episode or not. Either way,
+        what a killed actor had not closed, and what dead ones left, is swept on its node
+        (if that node still answers)."""
         ray = self.ray
-        closing = {a.handle.close.remote(): a for a in self.actors}
+        closing = {} if stopping else {a.handle.close.remote(): a for a in self.actors}
         closed, _ = ray.wait(list(closing), num_returns=len(closing), timeout=GRACE) if closing else ([], [])
-        for ref, a in closing.items():
+        for a in self.actors:
             ray.kill(a.handle)
+        for ref, a in [*closing.items(), *((None, a) for a in self.actors if stopping)]:
             if ref not in closed:
                 self._sweep(a)
         self.actors.clear()
