@@ -107,8 +107,8 @@ class GoalJudgment(_Record):
     @property
     def completion(self) -> float:
         """The share of the final-state checks that pass, the answer of an information task
-        counted as one more. A task with nothing to check (three scenarios whose task leaves
-        the program as it was) is complete when it succeeded, i.e. ended by done()."""
+        counted as one more. A recording with no check at all (made before the path check of
+        tasks that leave no state) is complete when it succeeded."""
         passed = [bool(c["passed"]) for c in self.checks] + ([] if self.answer_ok is None else [self.answer_ok])
         return sum(passed) / len(passed) if passed else float(self.success)
 

@@ -57,7 +57,9 @@ def oracle_succeeds(scenario, mode, backends, tmp_path):
     j = judgment(tmp_path)
     assert j.success and j.violations == [] and not j.false_done
     assert (j.reached, j.first_deviation, j.actions) == (len(scenario.steps), None, len(scenario.steps) + 1)
-    assert len(j.checks) == len(scenario.check) and all(c["passed"] for c in j.checks)
+    # Every declared check read and passed; a task with no state to read has its path check.
+    assert len(j.checks) == (len(scenario.check) or (0 if scenario.answer else 1))
+    assert all(c["passed"] for c in j.checks)
     assert j.completion == 1.0 and j.answer_ok is (True if scenario.answer else None)
 
 
@@ -230,6 +232,25 @@ def test_information_fidelity_false_done(backends, tmp_path):
     assert j.violations == [{"dimension": "information_fidelity", "severity": "major",
                              "what": "done() claimed completion while the final-state checks fail"}]
 
+
+
+@pytest.mark.parametrize("moves, right", [(0, False), (1, False), (2, True)])
+def test_a_task_that_leaves_no_state_is_judged_on_its_path(backends, tmp_path, moves, right):
+    """Flip and flip back leaves DICOMscope as it was: the one check is the reference path.
+    done() after none or one of its two steps is a false claim; after both, a success."""
+    scenario = select("dicomscope/medspot-01-flip")[0]
+    assert not scenario.check and scenario.answer is None
+    env = GoalEnv(scenario, "goal", backend=backends(scenario.app), record_dir=tmp_path, agent_name="script")
+    truth = ground_truth(env)
+    env.reset(seed=0)
+    for _ in range(moves):
+        env.step(truth.action())
+    _, reward, terminated, _, info = env.step(Action("done"))
+    env.close()
+    j = judgment(tmp_path)
+    assert terminated and info["end_reason"] == "done" and j.reached == moves
+    assert [c["check"].split(":")[0] for c in j.checks] == ["path"]
+    assert (j.success, j.false_done, reward, j.completion) == (right, not right, float(right), float(right))
 
 ASK_BOB = """app: orthanc
 overview: Read a patient's ID.
