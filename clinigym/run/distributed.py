@@ -39,8 +39,9 @@ from clinigym.run.cleanup import sweep
 from clinigym.run.episodes import ChunkRunner, Tally
 from clinigym.run.plan import Chunk, Planned, RunSpec, next_chunk, partition
 from clinigym.run.resume import EpisodeError
-from clinigym.run.stopping import STOP_SIGNALS, stop_on
+from clinigym.run.stopping import STOP_SIGNALS, RunStopped, stop_on
 from clinigym.runtime import slots
+from clinigym.runtime.waiting import poll
 from clinigym.spec.paths import add_folder
 
 MAX_ATTEMPTS = 3     # runs of one episode in all when its actors keep dying
@@ -117,6 +118,9 @@ def unpack_episode(archive: bytes, episodes_dir: Path, number: int, ray: dict[st
 
 
 def _sweep_pids(pids: list[int]) -> list[str]:
+    """On an actor's node: once the actors are gone (a killed actor may still be starting a
+    program for a moment, `ray.kill` being asynchronous), remove what they started."""
+    poll(lambda: not any(slots.pid_alive(p) for p in pids), GRACE / 2)
     return sweep(set(pids))
 
 
@@ -162,6 +166,11 @@ class RayRun:
                     self._start()
                 while any(a.running is not None for a in self.actors):
                     self._step()
+            except KeyboardInterrupt:
+                # Ray's wait turns the stop our handler raised into a plain KeyboardInterrupt.
+                if guard.signum is None:
+                    raise
+                raise RunStopped(guard.signum) from None
             finally:
                 guard.shield()
                 self._shutdown(stopping=guard.signum is not None)
