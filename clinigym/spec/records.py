@@ -109,6 +109,16 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
 )}
 
 
+READ_ATTEMPTS = 3   # a server may drop a kept-alive connection under load; the next read answers
+
+
 def snapshot(sets: dict[str, RecordSet], probe: Probe) -> Snapshot:
-    """Every record set of a program, read now."""
-    return {name: SOURCES[rs.kind].read(rs, probe) for name, rs in sets.items()}
+    """Every record set of a program, read now; a dropped connection is tried again, up to
+    `READ_ATTEMPTS` reads in all (CI once lost a goal episode to one dropped REST answer)."""
+    for attempt in range(1, READ_ATTEMPTS + 1):
+        try:
+            return {name: SOURCES[rs.kind].read(rs, probe) for name, rs in sets.items()}
+        except OSError:
+            if attempt == READ_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
