@@ -30,7 +30,9 @@ def cluster() -> Iterator[LoopbackCluster]:
 
 
 def displays() -> int:
-    return int(subprocess.run(["pgrep", "-c", "-x", "Xvfb"], capture_output=True, text=True).stdout or 0)
+    """X servers running (not zombies: PID 1 here does not reap what an adopted orphan leaves)."""
+    states = subprocess.run(["ps", "-C", "Xvfb", "-o", "stat="], capture_output=True, text=True).stdout.split()
+    return sum(not s.startswith("Z") for s in states)
 
 
 def outcomes(run: Path) -> dict[int, tuple]:
