@@ -7,6 +7,7 @@ Debian's noVNC page and bridges it to VNC, on loopback too.
 from __future__ import annotations
 
 import secrets
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -94,6 +95,7 @@ class LiveView:
                     proc.kill()
                     proc.wait()
         self._procs.clear()
+        shutil.rmtree(self._workdir, ignore_errors=True)   # its password file and logs
 
     def __enter__(self) -> LiveView:
         return self.start()

@@ -209,6 +209,7 @@ def test_novnc_page_shows_the_program(containers):
                                " return false; }", timeout=20000)
         data = page.evaluate("() => document.querySelector('#noVNC_container canvas').toDataURL('image/png')")
         browser.close()
+    assert not view._workdir.exists()      # closed: its password file and logs are gone too
     shown = np.asarray(Image.open(io.BytesIO(base64.b64decode(data.split(",", 1)[1]))).convert("RGB"),
                        dtype=np.int16)
     truth = frame.rgb.astype(np.int16)
