@@ -62,6 +62,13 @@ def oracle(env):
     return agent_for(env, "oracle")
 
 
+def displays() -> int:
+    """X servers running on this machine (not zombies: PID 1 here does not reap, and a test
+    process made a subreaper by an in-process pool reaps adopted orphans only at exit)."""
+    states = subprocess.run(["ps", "-C", "Xvfb", "-o", "stat="], capture_output=True, text=True).stdout.split()
+    return sum(not s.startswith("Z") for s in states)
+
+
 def judged(env):
     """The judged record of the environment's last step (privileged: tests and tools only)."""
     from clinigym.envs import ground_truth

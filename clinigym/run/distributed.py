@@ -245,10 +245,10 @@ class RayRun:
         ray = self.ray
         closing = {} if stopping else {a.handle.close.remote(): a for a in self.actors}
         closed, _ = ray.wait(list(closing), num_returns=len(closing), timeout=GRACE) if closing else ([], [])
+        done = {id(closing[ref]) for ref in closed}
         for a in self.actors:
             ray.kill(a.handle)
-        for ref, a in [*closing.items(), *((None, a) for a in self.actors if stopping)]:
-            if ref not in closed:
+            if id(a) not in done:
                 self._sweep(a)
         self.actors.clear()
         if self.sweeps:

@@ -115,10 +115,11 @@ READ_ATTEMPTS = 3   # a server may drop a kept-alive connection under load; the 
 def snapshot(sets: dict[str, RecordSet], probe: Probe) -> Snapshot:
     """Every record set of a program, read now; a dropped connection is tried again, up to
     `READ_ATTEMPTS` reads in all (CI once lost a goal episode to one dropped REST answer)."""
-    for attempt in range(1, READ_ATTEMPTS + 1):
+    def read() -> Snapshot:
+        return {name: SOURCES[rs.kind].read(rs, probe) for name, rs in sets.items()}
+    for _ in range(READ_ATTEMPTS - 1):
         try:
-            return {name: SOURCES[rs.kind].read(rs, probe) for name, rs in sets.items()}
+            return read()
         except OSError:
-            if attempt == READ_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")
+            pass
+    return read()

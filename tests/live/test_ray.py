@@ -17,6 +17,7 @@ import pytest
 from clinigym.recording import read_episode
 from clinigym.run.loopback_cluster import LoopbackCluster
 from clinigym.runtime.waiting import wait_for
+from conftest import displays
 
 BIN = Path(sys.executable).parent
 RUN = ["--scenario", "dicomscope/*", "--per-program", "10", "--episodes", "2", "--agent", "oracle",
@@ -27,12 +28,6 @@ RUN = ["--scenario", "dicomscope/*", "--per-program", "10", "--episodes", "2", "
 def cluster() -> Iterator[LoopbackCluster]:
     with LoopbackCluster(nodes=2, cpus=2) as c:
         yield c
-
-
-def displays() -> int:
-    """X servers running (not zombies: PID 1 here does not reap what an adopted orphan leaves)."""
-    states = subprocess.run(["ps", "-C", "Xvfb", "-o", "stat="], capture_output=True, text=True).stdout.split()
-    return sum(not s.startswith("Z") for s in states)
 
 
 def outcomes(run: Path) -> dict[int, tuple]:

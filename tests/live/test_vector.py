@@ -3,8 +3,6 @@ sub-environment with its own display and program, autoreset after an episode end
 actions given as strings through `batch_actions`."""
 from __future__ import annotations
 
-import subprocess
-
 import gymnasium as gym
 import pytest
 
@@ -14,6 +12,7 @@ from clinigym.envs.live import LiveEnv
 from clinigym.envs.spaces import batch_actions
 from clinigym.recording import read_episode
 from clinigym.spec.scenarios import all_scenarios
+from conftest import displays
 
 SCENARIO = next(s for s in all_scenarios() if s.app == "dicomscope" and len(s.steps) >= 2)
 WRONG = "click(1, 1)"   # the desktop's corner: no step of the scenario targets it
@@ -36,12 +35,6 @@ def oracle_actions() -> list:
         return actions
     finally:
         env.close()
-
-
-def displays() -> int:
-    """X servers running (not zombies: PID 1 here does not reap what an adopted orphan leaves)."""
-    states = subprocess.run(["ps", "-C", "Xvfb", "-o", "stat="], capture_output=True, text=True).stdout.split()
-    return sum(not s.startswith("Z") for s in states)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
