@@ -15,7 +15,7 @@ APT := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recomme
 # All traffic stays on loopback: no bridge network, no NAT rules; containers use --network host.
 DOCKERD := dockerd --bridge=none --iptables=false --ip-masq=false
 
-.PHONY: deps engine images demo test test-all unit lint bench dataset clean
+.PHONY: deps engine images demo test test-all unit lint bench dataset clean soak
 
 deps: $(STAMPS)/programs
 
@@ -88,6 +88,11 @@ test: deps images
 test-all: deps images
 	$(BIN)/pip install -q -e '.[all,test,guiactor]'
 	$(BIN)/pytest -q -rs -m '' tests
+
+# The fault soak (#15; not part of `make test`): 1000 oracle episodes with 4 workers over
+# DICOMscope and Orthanc Explorer (local) and ITK-SNAP (Docker), 150 faults injected.
+soak: deps images
+	$(BIN)/clinigym soak --out runs/soak
 
 bench: deps images
 	$(BIN)/clinigym bench --backends local docker --out runs/bench.json

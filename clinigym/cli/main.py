@@ -1,14 +1,14 @@
 """The `clinigym` command line: every command is registered here, from the module of its
-group (programs, tasks, runs, datasets, collect, references)."""
+group (programs, tasks, runs, datasets, collect, references, soak)."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from clinigym.cli import collect, datasets, programs, references, runs, tasks
+from clinigym.cli import collect, datasets, programs, references, runs, soak, tasks
 from clinigym.core.errors import ClinigymError, SpecError
 
-GROUPS = (programs, tasks, runs, datasets, collect, references)
+GROUPS = (programs, tasks, runs, datasets, collect, references, soak)
 
 
 def build_parser() -> argparse.ArgumentParser:

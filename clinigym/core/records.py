@@ -162,6 +162,7 @@ class EpisodeHeader(_Record):
     versions: dict[str, str] = field(default_factory=dict)
     started: str | None = None
     reset_retry: str | None = None              # the first cause, when the reset had to retry
+    pid: int | None = None                      # the process that ran it: the run's, a worker's, an actor's
     task: str | None = None                     # plan/goal: the instruction the agent was given
     outcome: EpisodeOutcome | None = None
     format: int = FORMAT

@@ -136,19 +136,22 @@ class GoalEnv(ProgramEnv):
             hit, type_ok = self._on_path(parsed, target, end_box)
         frame, settled, settle_time, dead = self._frame, True, 0.0, self.backend.dead(quitting=self._quitting)
         kind = act.ACTIONS[parsed.type] if parsed is not None else None
-        with timings.phase("act"):
-            if kind is not None and kind.input and dead is None:
-                invalid = self._act(parsed)
-        with timings.phase("settle"):
-            if kind is not None and not kind.ends and not invalid and dead is None:
-                frame, settled, settle_time, dead = self._settle(self._quitting)
         seen = None
-        with timings.phase("outcome"):
-            if ref is not None and kind is not None and not kind.ends and dead is None:
-                seen, frame = self._transition(ref, hit and type_ok and not invalid, self._frame, frame)
-                self._reached += bool(seen)
-            if self._first_deviation is None and ref is not None and not (hit and type_ok and not invalid):
-                self._first_deviation = self._actions
+        try:
+            with timings.phase("act"):
+                if kind is not None and kind.input and dead is None:
+                    invalid = self._act(parsed)
+            with timings.phase("settle"):
+                if kind is not None and not kind.ends and not invalid and dead is None:
+                    frame, settled, settle_time, dead = self._settle(self._quitting)
+            with timings.phase("outcome"):
+                if ref is not None and kind is not None and not kind.ends and dead is None:
+                    seen, frame = self._transition(ref, hit and type_ok and not invalid, self._frame, frame)
+                    self._reached += bool(seen)
+        except ProgramError as exc:   # the program or its display died under the action
+            dead = self.backend.dead(quitting=self._quitting) or str(exc)
+        if self._first_deviation is None and ref is not None and not (hit and type_ok and not invalid):
+            self._first_deviation = self._actions
         with timings.phase("terminate"):
             self._actions += 1
             ending = parsed.type if kind is not None and kind.ends else None

@@ -16,7 +16,7 @@ from typing import Any
 
 from clinigym.core import actions as act
 from clinigym.core import judge
-from clinigym.core.errors import TargetNotFound
+from clinigym.core.errors import ProgramError, TargetNotFound
 from clinigym.core.geometry import Box
 from clinigym.core.records import EpisodeOutcome, StepRecord
 from clinigym.core.screen import Frame
@@ -118,12 +118,16 @@ class LiveEnv(ProgramEnv):
         with timings.phase("judge"):
             hit, type_ok = self._judge(step, parsed, *targets)
         out = _Outcome(self._frame, invalid, hit, type_ok, dead=self.backend.dead())
-        with timings.phase("act"):
-            self._act_step(parsed, out)
-        with timings.phase("settle"):
-            self._settle_step(parsed, step, out)
-        with timings.phase("outcome"):
-            self._outcome(step, parsed, out)
+        try:
+            with timings.phase("act"):
+                self._act_step(parsed, out)
+            with timings.phase("settle"):
+                self._settle_step(parsed, step, out)
+            with timings.phase("outcome"):
+                self._outcome(step, parsed, out)
+        except ProgramError as exc:   # the program or its display died under the action
+            out.dead = self.backend.dead() or str(exc)
+            out.correct, out.failure = False, self._failure(parsed, out)
         with timings.phase("terminate"):
             terminated, truncated, end_reason = self._terminate(out)
             obs = self._observe(out.frame)

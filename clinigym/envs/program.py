@@ -11,6 +11,7 @@ observing, acting, settling and checking conditions are here.
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -93,7 +94,7 @@ class ProgramEnv(ScreenEnv):
             steps=[{"instruction": st.instruction, "action": st.action} for st in s.steps], seed=seed,
             backend=self.backend.kind, mode=self.mode, scenario_path=str(s.path), gym_id=s.mode_gym_id(self.mode),
             medspot=s.medspot.model_dump() if s.medspot else None, versions=self.backend.package_versions(),
-            reset_retry=retry, **fields)
+            reset_retry=retry, pid=os.getpid(), **fields)
 
     # -- targets, input, settling ---------------------------------------------------------
     def _resolve(self, target, timeout: float) -> Box | None:

@@ -2,6 +2,7 @@
 worker, the same code), and the run's tally (the progress bar, the error ledger)."""
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -72,7 +73,7 @@ class ChunkRunner:
                 with numbered(p.number):
                     run_episode(current[1], current[2], p.seed)
             except Exception as exc:  # noqa: BLE001 - one broken episode must not stop the run
-                error = EpisodeError(p.number, p.key, p.episode, str(exc), traceback.format_exc(limit=4))
+                error = EpisodeError(p.number, p.key, p.episode, str(exc), traceback.format_exc(limit=4), os.getpid())
             ended(p, error)
         if current is not None:
             current[1].close()

@@ -181,7 +181,8 @@ class Pool:
         if w.running is not None:
             reason = f"the worker process ended (exit code {w.process.exitcode}) during this episode"
             abandon(self.episodes_dir, w.running.number, reason)
-            self.tally.ended(w.running, EpisodeError(w.running.number, w.running.key, w.running.episode, reason))
+            self.tally.ended(w.running, EpisodeError(w.running.number, w.running.key, w.running.episode, reason,
+                                                            pid=w.pid))
             w.chunk.remove(w.running)
         else:
             self.deaths += 1

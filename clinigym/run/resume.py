@@ -37,6 +37,7 @@ class EpisodeError:
     episode: int
     error: str
     traceback: str = ""
+    pid: int | None = None      # the process that ran it (as a recording's header says)
 
     def summary(self) -> dict[str, object]:
         """As `summary.json` lists it."""

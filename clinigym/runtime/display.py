@@ -5,10 +5,12 @@ this display (the environment maps observation pixels to them).
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -22,7 +24,7 @@ from Xlib import display as xdisplay
 from Xlib.error import XError
 from Xlib.ext import xtest
 
-from clinigym.core.errors import InvalidAction, ProgramError
+from clinigym.core.errors import InvalidAction, ProgramDied, ProgramError
 from clinigym.core.screen import Frame, changed_pixels
 from clinigym.runtime.busy import BusyMeter
 from clinigym.runtime.damage import DamageUnavailable, DamageWatch, ScreenTracker, settle_on_damage
@@ -47,6 +49,36 @@ SETTLE_RULES = ("damage", "polling")
 
 class InputError(InvalidAction):
     """An input the display cannot produce (unknown key, character not on the keymap)."""
+
+
+def server_answers(number: int, x11_dir: Path = Path("/tmp/.X11-unix")) -> bool:
+    """Whether an X server listens on display `number`: on the abstract socket (shared by
+    every container on the host network) or on the socket file."""
+    for address in (f"\0/tmp/.X11-unix/X{number}", str(x11_dir / f"X{number}")):
+        with socket.socket(socket.AF_UNIX) as s:
+            try:
+                s.connect(address)
+                return True
+            except OSError:
+                pass
+    return False
+
+
+def _on_the_server(method):
+    """An X call whose failure, when the X server no longer accepts connections, is the
+    display's death (ProgramDied, as a program's); Xlib and mss otherwise fail each in
+    its own way (a closed connection, an assertion)."""
+    @functools.wraps(method)
+    def call(self: DisplaySession, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except ProgramError:
+            raise
+        except Exception as exc:
+            if self.answers():
+                raise
+            raise ProgramDied(f"the X display {self.name} is gone ({type(exc).__name__}: {exc})") from exc
+    return call
 
 
 @dataclass(frozen=True)
@@ -131,6 +163,10 @@ class DisplaySession:
     def alive(self) -> bool:
         return all(p.poll() is None for p in self._procs[:1])
 
+    def answers(self) -> bool:
+        """Whether the X server accepts connections (the local one, or a container's)."""
+        return server_answers(self.number)
+
     def close(self) -> None:
         for proc in reversed(self._procs):
             if proc.poll() is None:
@@ -151,6 +187,7 @@ class DisplaySession:
         shutil.rmtree(self._workdir, ignore_errors=True)
 
     # -- windows ---------------------------------------------------------------------
+    @_on_the_server
     def window_titles(self) -> list[str]:
         """Titles of the managed top-level windows (EWMH client list)."""
         atom = self._x.intern_atom("_NET_CLIENT_LIST")
@@ -173,16 +210,19 @@ class DisplaySession:
         return any(rx.search(t) for t in self.window_titles())
 
     # -- screenshots ---------------------------------------------------------------
+    @_on_the_server
     def grab(self) -> Frame:
         shot = self._grabber.grab(self._monitor)
         bgra = np.frombuffer(shot.raw, dtype=np.uint8).reshape(shot.height, shot.width, 4)
         return Frame(bgra=bgra, t=time.monotonic())
 
+    @_on_the_server
     def grab_area(self, x: int, y: int, width: int, height: int) -> np.ndarray:
         """One area of the screen, one uint32 per pixel (as `Frame.raw`)."""
         shot = self._grabber.grab({"left": x, "top": y, "width": width, "height": height})
         return np.frombuffer(shot.raw, dtype=np.uint32).reshape(shot.height, shot.width)
 
+    @_on_the_server
     def tracker(self, since: Frame | None = None, min_changed: int = 40) -> ScreenTracker | None:
         """The screen's changes from `since` (else from now), from damage reports; None
         on a server without DAMAGE."""
@@ -191,6 +231,7 @@ class DisplaySession:
         base = (since or self.grab()).raw.copy()
         return ScreenTracker(self._damage, self.grab_area, base, min_changed)
 
+    @_on_the_server
     def wait_settled(self, quiet: float = 0.25, timeout: float = 10.0, min_changed: int = 40,
                      since: Frame | None = None, busy: BusyMeter | None = None) -> tuple[Frame, bool]:
         """Wait until nothing changed more than `min_changed` pixels for `quiet` seconds
@@ -222,18 +263,22 @@ class DisplaySession:
     def _sync(self) -> None:
         self._x.sync()
 
+    @_on_the_server
     def move(self, x: int, y: int) -> None:
         xtest.fake_input(self._x, X.MotionNotify, x=int(x), y=int(y))
         self._sync()
 
+    @_on_the_server
     def press(self, button: str = "left") -> None:
         xtest.fake_input(self._x, X.ButtonPress, BUTTONS[button])
         self._sync()
 
+    @_on_the_server
     def release(self, button: str = "left") -> None:
         xtest.fake_input(self._x, X.ButtonRelease, BUTTONS[button])
         self._sync()
 
+    @_on_the_server
     def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None:
         """Clicks paced like a person's (Java's tree, for one, ignores a double click
         whose four events arrive at the same instant)."""
@@ -245,6 +290,7 @@ class DisplaySession:
             time.sleep(0.02)
             self.release(button)
 
+    @_on_the_server
     def drag(self, x1: int, y1: int, x2: int, y2: int, steps: int = 10) -> None:
         """Press at the start, move in small steps (toolkits ignore a single jump), release;
         paced like a hand, so that a browser's drag-and-drop session starts and ends."""
@@ -266,6 +312,7 @@ class DisplaySession:
             time.sleep(0.05)
         self.release()
 
+    @_on_the_server
     def scroll(self, x: int, y: int, dy: int = 0, dx: int = 0) -> None:
         self.move(x, y)
         for button, amount in ((5 if dy > 0 else 4, dy), (7 if dx > 0 else 6, dx)):
@@ -274,6 +321,7 @@ class DisplaySession:
                 xtest.fake_input(self._x, X.ButtonRelease, button)
         self._sync()
 
+    @_on_the_server
     def perform(self, kind: str, point=None, end=None, text: str | None = None, keys: str | None = None,
                 scroll: tuple[int, int] = (0, 0)) -> None:
         """One action of the action space, in screen pixels. A `type` with a point clicks
@@ -282,6 +330,7 @@ class DisplaySession:
             raise InputError(f"unknown action type {kind!r}")
         _PERFORM[kind](self, point, end, text, keys, scroll)
 
+    @_on_the_server
     def pointer(self) -> tuple[int, int]:
         p = self._root.query_pointer()
         return p.root_x, p.root_y
@@ -303,6 +352,7 @@ class DisplaySession:
             raise InputError(f"unknown key name {name!r}")
         return keysym
 
+    @_on_the_server
     def key(self, combo: str) -> None:
         """Press a key combination such as 'ctrl+shift+t', 'Return', 'alt+F4'."""
         names = [n for n in combo.replace(" ", "").split("+") if n]
@@ -315,6 +365,7 @@ class DisplaySession:
             xtest.fake_input(self._x, X.KeyRelease, code)
         self._sync()
 
+    @_on_the_server
     def type_text(self, text: str) -> None:
         shift = self._x.keysym_to_keycode(XK.string_to_keysym("Shift_L"))
         plan = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from clinigym.cli import main as cli
 from clinigym.core.errors import SpecError
 from clinigym.envs.live import LiveEnv
 from clinigym.recording import read_episode
+from clinigym.run.faults import in_container
 from clinigym.runtime.backends.docker import LABEL, SupervisorError
 from clinigym.runtime.backends.local import LocalBackend
 from clinigym.runtime.images import Mirrors, build_app, engine, host_mirrors
@@ -105,6 +107,28 @@ def test_killed_container_truncates_and_reset_recreates_it(containers):
     assert truncated and "does not answer" in info["end_reason"]
     obs, info = env.reset(seed=0)
     assert backend.container.id != old.id and backend.restart_reason
+    assert env.step(agent.act(obs, info))[1] == 1.0
+    env.close()
+
+
+def test_a_stopped_program_in_a_container_truncates_with_its_reason(containers):
+    """SIGSTOP to the program's process group in the container (found from the host, as the
+    soak finds it), past the settle timeout: the step ends truncated, the reset recovers."""
+    backend = containers("dicomscope")
+    env = LiveEnv(select("dicomscope")[0], backend=backend)
+    agent = oracle(env)
+    obs, info = env.reset(seed=0)
+    backend.container.reload()
+    target = in_container(0, backend.container)
+    assert len(target.groups) == 1 and target.xvfb is not None
+    os.killpg(target.groups[0], signal.SIGSTOP)
+    try:
+        obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+    finally:
+        os.killpg(target.groups[0], signal.SIGCONT)
+    assert truncated and not terminated
+    assert info["end_reason"] == "the program stopped: dicomscope stopped by a signal (SIGSTOP): it cannot run"
+    obs, info = env.reset(seed=0)
     assert env.step(agent.act(obs, info))[1] == 1.0
     env.close()
 

@@ -6,9 +6,10 @@ import os
 import signal
 import time
 
-from footprint import BOUND, Footprint, start, statuses, wait_mid_episode
+from footprint import BOUND, start, statuses, wait_mid_episode
 
 from clinigym.run.cleanup import sweep
+from clinigym.run.footprint import Footprint
 from clinigym.runtime.images import engine
 from conftest import REPO
 

@@ -17,7 +17,8 @@ from clinigym.core.errors import ProgramDied
 from clinigym.runtime.backends.local import cpu_of_groups
 from clinigym.runtime.busy import BusyMeter
 from clinigym.runtime.damage import settle_on_damage, watch_changes
-from clinigym.runtime.display import DisplaySession
+from clinigym.runtime.display import DisplaySession, InputError
+from clinigym.runtime.waiting import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -209,3 +210,22 @@ def test_an_x_server_that_dies_is_a_program_error_not_a_hang():
                 tracker.poll(0.5)
     finally:
         s.close()
+
+
+def test_every_x_call_on_a_dead_server_is_the_display_dying():
+    """Xlib (a closed connection) and mss (an assertion) fail each in its own way when the
+    server dies: the display says ProgramDied for both, and passes other errors on."""
+    s = DisplaySession(window_manager=None)
+    try:
+        with pytest.raises(InputError, match="unknown key name"):
+            s.key("nosuchkey")
+        assert s.answers()
+        os.killpg(s.process_groups().pop(), signal.SIGKILL)
+        wait_for(lambda: not s.answers(), 5, "the server gone")
+        for call in (s.grab, s.window_titles, s.pointer, lambda: s.click(5, 5), lambda: s.key("Return"),
+                     lambda: s.wait_settled(0.2, 2)):
+            with pytest.raises(ProgramDied, match=f"the X display {s.name} is gone"):
+                call()
+    finally:
+        s.close()
+

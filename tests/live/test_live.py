@@ -2,6 +2,10 @@
 real DICOMscope and Aeskulap. Nothing here is simulated."""
 from __future__ import annotations
 
+import os
+import signal
+import threading
+
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -117,6 +121,37 @@ def test_killed_program_truncates_and_reset_recovers(app, backends, tmp_path):
     obs, info = env.reset(seed=0)      # self-healing: back to the pristine program
     obs, reward, _, _, info = env.step(agent.act(obs, info))
     assert reward == 1.0
+    env.close()
+
+
+def test_a_stopped_program_or_a_display_dying_mid_step_truncates_with_its_reason(backends, tmp_path):
+    """SIGSTOP past the settle timeout, and an X server killed while a step settles: each
+    ends the episode truncated with its reason, its steps on disk; the next reset recovers."""
+    backend = backends("dicomscope")
+    env = LiveEnv(first_scenario("dicomscope"), backend=backend, record_dir=tmp_path)
+    agent = oracle(env)
+    obs, info = env.reset(seed=0)
+    group = backend.procs["dicomscope"].pid
+    os.killpg(group, signal.SIGSTOP)
+    try:
+        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+    finally:
+        os.killpg(group, signal.SIGCONT)
+    assert truncated and not terminated and reward == 0.0
+    assert info["end_reason"] == "the program stopped: dicomscope stopped by a signal (SIGSTOP): it cannot run"
+    obs, info = env.reset(seed=0)
+    xvfb = backend.display.process_groups()
+    # While the step's screen settles (its quiet window is 0.5 s): not before the step looks.
+    killer = threading.Timer(0.3, lambda: [os.killpg(g, signal.SIGKILL) for g in xvfb])
+    killer.start()
+    obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+    killer.join()
+    assert truncated and info["end_reason"].startswith("the program stopped: the X display is gone")
+    assert judged(env).failure == "app_crashed"
+    recs = [read_episode(f) for f in sorted(tmp_path.iterdir())]
+    assert [(r.status, len(r.steps)) for r in recs] == [("truncated", 1), ("truncated", 1)]
+    obs, info = env.reset(seed=0)          # a new display, a fresh program
+    assert env.step(agent.act(obs, info))[1] == 1.0
     env.close()
 
 

@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from footprint import BOUND, Footprint, comm, start, statuses, tree, wait_mid_episode
+from footprint import BOUND, start, statuses, wait_mid_episode
 
 from clinigym.recording import episode_folders, read_episode
 from clinigym.run.cleanup import sweep
+from clinigym.run.footprint import Footprint, comm, tree
 from clinigym.run.runner import run
 from clinigym.runtime.backends import make_backend
 from clinigym.runtime.waiting import wait_for

@@ -231,6 +231,9 @@ class Backend:
         for name, code in self._exit_statuses().items():
             if code is not None and not (code == 0 and name in quitting):
                 return f"{name} exited with status {code}"
+        stopped = self._stopped()
+        if stopped:   # it draws nothing and answers nothing until someone continues it
+            return f"{', '.join(stopped)} stopped by a signal (SIGSTOP): it cannot run"
         return None
 
     def close(self) -> None:
@@ -288,6 +291,10 @@ class Backend:
 
     def _exit_statuses(self) -> dict[str, int | None]:
         """Every process of the program with its exit status (None while it runs), in one look."""
+        raise NotImplementedError
+
+    def _stopped(self) -> list[str]:
+        """The program's processes of which a process is stopped by a signal (state T)."""
         raise NotImplementedError
 
     def _kill(self, name: str | None, forget: bool) -> None:

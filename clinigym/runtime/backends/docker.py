@@ -25,7 +25,7 @@ from pathlib import Path
 from clinigym.core.errors import ProgramError
 from clinigym.runtime import npm
 from clinigym.runtime.backends.base import Backend, ProgramDied
-from clinigym.runtime.display import DisplaySession, Frame, Geometry
+from clinigym.runtime.display import DisplaySession, Frame, Geometry, server_answers
 from clinigym.runtime.images import ImageError, app_tag, engine
 from clinigym.runtime.slots import pid_alive
 from clinigym.runtime.waiting import WaitTimeout, wait_for
@@ -156,6 +156,9 @@ class DockerBackend(Backend):
     def _exit_statuses(self) -> dict[str, int | None]:
         return self._call("status")["procs"]
 
+    def _stopped(self) -> list[str]:
+        return self._call("status")["stopped"]
+
     def _kill(self, name: str | None, forget: bool) -> None:
         if self.container is not None:
             self._call("kill", names=None if name is None else [name], forget=forget)
@@ -259,16 +262,7 @@ def _take_lock(lock: Path) -> bool:
 
 
 def _server_answers(number: int) -> bool:
-    """Whether an X server listens on display `number`: on the abstract socket (shared by
-    every container on the host network) or on the socket file."""
-    for address in (f"\0/tmp/.X11-unix/X{number}", str(X11_DIR / f"X{number}")):
-        with socket.socket(socket.AF_UNIX) as s:
-            try:
-                s.connect(address)
-                return True
-            except OSError:
-                pass
-    return False
+    return server_answers(number, X11_DIR)
 
 
 def _lock_owner_alive(lock: Path) -> bool:

@@ -61,6 +61,11 @@ class LocalBackend(Backend):
     def _exit_statuses(self) -> dict[str, int | None]:
         return {name: proc.poll() for name, proc in self.procs.items()}
 
+    def _stopped(self) -> list[str]:
+        groups = {p.pid: name for name, p in self.procs.items() if p.poll() is None}
+        return sorted({groups[st.pgid] for pid in _pids()
+                       if (st := _stat(pid)) and st.pgid in groups and st.state == "T"})
+
     def _kill(self, name: str | None, forget: bool) -> None:
         for proc_name, proc in list(self.procs.items()):
             if name not in (None, proc_name):

@@ -46,10 +46,25 @@ def spawn(req):
     return {"pid": proc.pid}
 
 
+def _stopped(groups):
+    """Names of the groups (pgid -> name) with a process stopped by a signal (state T)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):   # not a process, or ended meanwhile
+            continue
+        if fields[0] == "T" and int(fields[2]) in groups:
+            found.add(groups[int(fields[2])])
+    return sorted(found)
+
+
 def status(req):
     with LOCK:
         procs = {name: p.poll() for name, p in PROCS.items()}
-    return {"procs": procs, "display": {k: p.poll() for k, p in DISPLAY.items()}}
+        groups = {p.pid: name for name, p in PROCS.items() if p.poll() is None}
+    return {"procs": procs, "display": {k: p.poll() for k, p in DISPLAY.items()}, "stopped": _stopped(groups)}
 
 
 def kill(req):

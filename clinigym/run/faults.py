@@ -1,0 +1,147 @@
+"""Faults injected into a running `clinigym run` from outside, as crashes and operators
+cause them (the soak, `clinigym soak`): each finds its target in the run's process tree
+and its workers' containers, the way `ps` and `docker ps` would, with no help from the run.
+
+A worker of a pool is a child of the run's process started by multiprocessing; a run with
+one process is its own worker. A worker's program runs in the process groups it started
+(locally) or in the containers labelled with its pid (Docker); the display is its Xvfb.
+"""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clinigym.run.footprint import comm, stat, tree
+
+DISPLAY_PROGRAMS = {"Xvfb", "openbox"}     # a display's own processes: not the program's
+
+
+@dataclass
+class Target:
+    """One worker and what runs its program now (host pids)."""
+    worker: int
+    backend: str                                   # local or docker
+    xvfb: int | None = None
+    groups: list[int] = field(default_factory=list)   # the program's process groups
+    container: Any = None                          # a docker-py container (Docker backend)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def workers(run: int) -> list[int]:
+    """The run's worker processes: its children started by multiprocessing (not its
+    resource tracker), or the run itself when it has none."""
+    children = [p for p in tree(run) if (st := stat(p)) and int(st[1]) == run]
+    spawned = [p for p in children if "spawn_main" in _cmdline(p)]
+    return spawned or [run]
+
+
+def _parts(root: int, skip_groups: set[int]) -> tuple[int | None, list[int]]:
+    """Under `root`: the Xvfb pid and the program's process groups (those that are neither
+    in `skip_groups` nor a display's)."""
+    xvfb, groups, display_groups = None, set(), set()
+    for pid in tree(root):
+        st = stat(pid)
+        if st is None or st[0] == "Z":
+            continue
+        name, pgid = comm(pid), int(st[2])
+        if name in DISPLAY_PROGRAMS:
+            display_groups.add(pgid)
+            xvfb = pid if name == "Xvfb" else xvfb
+        elif pgid not in skip_groups:
+            groups.add(pgid)
+    return xvfb, sorted(groups - display_groups)
+
+
+def in_container(worker: int, container) -> Target:
+    """What runs in a worker's container, by host pids."""
+    init = int(container.attrs["State"]["Pid"])
+    # The container's init and the supervisor under it; what the supervisor runs to
+    # completion stays in its group, each process it spawns has a session of its own.
+    own = {int(st[2]) for p in tree(init) if (st := stat(p)) and (p == init or int(st[1]) == init)}
+    xvfb, groups = _parts(init, own)
+    return Target(worker, "docker", xvfb, groups, container)
+
+
+def find_target(worker: int, engine=None) -> Target | None:
+    """What runs `worker`'s program now, or None when nothing does (between programs)."""
+    if engine is not None:
+        from clinigym.runtime.backends.docker import LABEL
+        for c in engine.containers.list(filters={"label": f"{LABEL}.owner={worker}"}):
+            return in_container(worker, c)
+    own = stat(worker)
+    if own is None:
+        return None
+    xvfb, groups = _parts(worker, {int(own[2])})
+    if xvfb is None and not groups:
+        return None
+    return Target(worker, "local", xvfb, groups)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:   # it ended meanwhile
+        pass
+
+
+def kill_program(t: Target, rng: random.Random, stop_seconds: float) -> str:
+    pgid = rng.choice(t.groups)
+    _signal_group(pgid, signal.SIGKILL)
+    return f"SIGKILL to process group {pgid}"
+
+
+def kill_display(t: Target, rng: random.Random, stop_seconds: float) -> str:
+    assert t.xvfb is not None
+    os.kill(t.xvfb, signal.SIGKILL)
+    return f"SIGKILL to Xvfb {t.xvfb}"
+
+
+def kill_container(t: Target, rng: random.Random, stop_seconds: float) -> str:
+    t.container.kill()
+    return f"docker kill {t.container.name}"
+
+
+def stop_program(t: Target, rng: random.Random, stop_seconds: float) -> str:
+    """SIGSTOP to a program group, SIGCONT after `stop_seconds` (past its settle timeout)."""
+    pgid = rng.choice(t.groups)
+    _signal_group(pgid, signal.SIGSTOP)
+    timer = threading.Timer(stop_seconds, _signal_group, (pgid, signal.SIGCONT))
+    timer.daemon = True
+    timer.start()
+    return f"SIGSTOP to process group {pgid} for {stop_seconds:g} s"
+
+
+def kill_worker(t: Target, rng: random.Random, stop_seconds: float) -> str:
+    os.kill(t.worker, signal.SIGKILL)
+    return f"SIGKILL to worker {t.worker}"
+
+
+Inject = Callable[[Target, random.Random, float], str]
+
+
+@dataclass(frozen=True)
+class Fault:
+    inject: Inject
+    applies: Callable[[Target, bool], bool]   # (target, run has a pool) -> whether it can be injected
+
+
+# The faults, by name. Killing a worker needs a pool: a run of one process is the runner itself.
+FAULTS: dict[str, Fault] = {
+    "kill-program": Fault(kill_program, lambda t, pool: bool(t.groups)),
+    "kill-display": Fault(kill_display, lambda t, pool: t.xvfb is not None),
+    "kill-container": Fault(kill_container, lambda t, pool: t.container is not None),
+    "stop-program": Fault(stop_program, lambda t, pool: bool(t.groups)),
+    "kill-worker": Fault(kill_worker, lambda t, pool: pool),
+}
