@@ -149,7 +149,7 @@ class GoalEnv(ProgramEnv):
                     seen, frame = self._transition(ref, hit and type_ok and not invalid, self._frame, frame)
                     self._reached += bool(seen)
         except ProgramError as exc:   # the program or its display died under the action
-            dead = self.backend.dead(quitting=self._quitting) or str(exc)
+            dead = self._death(exc, self._quitting)
         if self._first_deviation is None and ref is not None and not (hit and type_ok and not invalid):
             self._first_deviation = self._actions
         with timings.phase("terminate"):

@@ -126,7 +126,7 @@ class LiveEnv(ProgramEnv):
             with timings.phase("outcome"):
                 self._outcome(step, parsed, out)
         except ProgramError as exc:   # the program or its display died under the action
-            out.dead = self.backend.dead() or str(exc)
+            out.dead = self._death(exc)
             out.correct, out.failure = False, self._failure(parsed, out)
         with timings.phase("terminate"):
             terminated, truncated, end_reason = self._terminate(out)

@@ -20,7 +20,7 @@ from PIL import Image
 
 from clinigym.core import actions as act
 from clinigym.core.context import AgentContext
-from clinigym.core.errors import ProgramError
+from clinigym.core.errors import ProgramDied, ProgramError
 from clinigym.core.geometry import Box, Coordinates
 from clinigym.core.records import EpisodeHeader
 from clinigym.core.screen import Frame
@@ -120,6 +120,15 @@ class ProgramEnv(ScreenEnv):
         t = time.monotonic()
         frame, settled = self.backend.settle(since=self._frame)
         return frame, settled, time.monotonic() - t, self.backend.dead(quitting=quitting)
+
+    def _death(self, exc: ProgramError, quitting: frozenset[str] = frozenset()) -> str:
+        """Why the program stopped, for an error raised while an action was taken or settled
+        (its display or container gone under it); an error of a program that still runs is
+        not its death and is raised again."""
+        dead = self.backend.dead(quitting=quitting)
+        if dead is None and not isinstance(exc, ProgramDied):
+            raise exc
+        return dead or str(exc)
 
     def _transition(self, step: Step, expected: bool, before: Frame, after: Frame) -> tuple[bool, Frame]:
         """Whether every expected condition of `step` holds. For an action expected to cause

@@ -8,6 +8,7 @@ one process is its own worker. A worker's program runs in the process groups it 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clinigym.core.errors import ClinigymError
 from clinigym.run.footprint import comm, stat, tree
 
 DISPLAY_PROGRAMS = {"Xvfb", "openbox"}     # a display's own processes: not the program's
@@ -89,42 +91,55 @@ def find_target(worker: int, engine=None) -> Target | None:
     return Target(worker, "local", xvfb, groups)
 
 
-def _signal_group(pgid: int, sig: int) -> None:
+class TargetGone(ClinigymError):
+    """What a fault was aimed at ended before the fault came (it is tried again later)."""
+
+
+def _signal(pid: int, sig: int, group: bool) -> None:
     try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:   # it ended meanwhile
-        pass
+        os.killpg(pid, sig) if group else os.kill(pid, sig)
+    except ProcessLookupError:
+        raise TargetGone(f"{'process group' if group else 'process'} {pid} has ended") from None
+
+
+def _continue(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):   # killed meanwhile (the reset that recovers)
+        os.killpg(pgid, signal.SIGCONT)
 
 
 def kill_program(t: Target, rng: random.Random, stop_seconds: float) -> str:
     pgid = rng.choice(t.groups)
-    _signal_group(pgid, signal.SIGKILL)
+    _signal(pgid, signal.SIGKILL, group=True)
     return f"SIGKILL to process group {pgid}"
 
 
 def kill_display(t: Target, rng: random.Random, stop_seconds: float) -> str:
     assert t.xvfb is not None
-    os.kill(t.xvfb, signal.SIGKILL)
+    _signal(t.xvfb, signal.SIGKILL, group=False)
     return f"SIGKILL to Xvfb {t.xvfb}"
 
 
 def kill_container(t: Target, rng: random.Random, stop_seconds: float) -> str:
-    t.container.kill()
+    from docker.errors import APIError
+    try:
+        t.container.kill()
+    except APIError as exc:     # removed or stopped meanwhile
+        raise TargetGone(f"container {t.container.name}: {exc}") from None
     return f"docker kill {t.container.name}"
 
 
 def stop_program(t: Target, rng: random.Random, stop_seconds: float) -> str:
     """SIGSTOP to a program group, SIGCONT after `stop_seconds` (past its settle timeout)."""
     pgid = rng.choice(t.groups)
-    _signal_group(pgid, signal.SIGSTOP)
-    timer = threading.Timer(stop_seconds, _signal_group, (pgid, signal.SIGCONT))
+    _signal(pgid, signal.SIGSTOP, group=True)
+    timer = threading.Timer(stop_seconds, _continue, (pgid,))
     timer.daemon = True
     timer.start()
     return f"SIGSTOP to process group {pgid} for {stop_seconds:g} s"
 
 
 def kill_worker(t: Target, rng: random.Random, stop_seconds: float) -> str:
-    os.kill(t.worker, signal.SIGKILL)
+    _signal(t.worker, signal.SIGKILL, group=False)
     return f"SIGKILL to worker {t.worker}"
 
 

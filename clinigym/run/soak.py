@@ -27,7 +27,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from clinigym.run.faults import FAULTS, find_target, workers
+from clinigym.recording.writer import episode_number
+from clinigym.run.faults import FAULTS, TargetGone, find_target, workers
 from clinigym.run.footprint import Footprint
 from clinigym.run.soak_check import Verdict, check_run
 
@@ -64,8 +65,8 @@ class Episodes:
     def refresh(self) -> None:
         folder = self.out / "episodes"
         for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-            number = int(path.name.split("-", 1)[0])
-            if number in self.ended:
+            number = episode_number(path)
+            if number is None or number in self.ended:
                 continue
             try:
                 header = json.loads((path / "episode.json").read_text())
@@ -159,7 +160,10 @@ class Injector(threading.Thread):
         target = self.rng.choice(targets)
         self.footprint.record()      # what it started, before a part of it is killed
         running = self.episodes.running(target.worker)
-        what = fault.inject(target, self.rng, self.stop_seconds)
+        try:
+            what = fault.inject(target, self.rng, self.stop_seconds)
+        except TargetGone:
+            return False
         self.injections.append(Injection(round(now, 2), kind, target.worker, what, running,
                                          sorted(self.episodes.pid)))
         return True
@@ -187,7 +191,8 @@ class SoakResult:
 
     def to_json(self) -> dict:
         return {"seconds": round(self.seconds, 1), "returncode": self.returncode,
-                "verdict": asdict(self.verdict), "injections": [asdict(i) for i in self.injections],
+                "verdict": asdict(self.verdict),
+                "injections": [{k: v for k, v in asdict(i).items() if k != "seen"} for i in self.injections],
                 "memory": self.memory, "injector_errors": self.injector_errors}
 
 

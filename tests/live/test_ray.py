@@ -19,6 +19,8 @@ from clinigym.run.loopback_cluster import LoopbackCluster
 from clinigym.runtime.waiting import wait_for
 from conftest import displays
 
+pytestmark = pytest.mark.slow    # about 2:45 with its cluster: `make test-all`, beside the soak's test
+
 BIN = Path(sys.executable).parent
 RUN = ["--scenario", "dicomscope/*", "--per-program", "10", "--episodes", "2", "--agent", "oracle",
        "--no-progress", "--json"]
