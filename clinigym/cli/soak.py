@@ -11,8 +11,9 @@ def format_soak(result) -> str:
     v = result.verdict
     lines = [f"soak: {v.planned} episodes planned in {result.seconds / 60:.1f} min (run exit status "
              f"{result.returncode})",
-             f"episodes: {v.succeeded} succeeded, {len(v.failed)} ended early with a fault, "
-             f"{len(v.missing)} without an outcome, {len(v.unexplained)} failed with no fault",
+             f"episodes: {v.succeeded} succeeded, {len(v.failed)} ended early ("
+             f"{', '.join(f'{n} {status}' for status, n in sorted(v.endings.items())) or 'none'}), "
+             f"{len(v.missing)} without an outcome, {len(v.unexplained)} failed with no fault injected",
              "", f"{'fault':<16}{'injected':>9}{'landed':>8}{'absorbed':>9}{'unattributed':>13}"]
     for kind, c in sorted(v.faults.items()):
         lines.append(f"{kind:<16}{c['injected']:>9}{c['landed']:>8}{c['absorbed']:>9}{c['unattributed']:>13}")

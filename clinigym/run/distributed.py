@@ -28,6 +28,7 @@ import shutil
 import socket
 import sys
 import tarfile
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,7 +191,8 @@ class RayRun:
     def _next(self, a: _Actor) -> None:
         """Give an actor its chunk's next episode, or a new chunk, or nothing."""
         if not a.chunk and self.remaining:
-            chunk = self.remaining.pop(next_chunk(self.remaining, a.app))
+            others = Counter(o.app for o in self.actors if o is not a and o.app and o.chunk)
+            chunk = self.remaining.pop(next_chunk(self.remaining, a.app, others))
             a.chunk, a.app = list(chunk.episodes), chunk.app
         if a.chunk:
             self.tally.started(a.chunk[0])

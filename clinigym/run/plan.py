@@ -8,10 +8,13 @@ keeps that instance for its next chunk when it is of the same program.
 """
 from __future__ import annotations
 
+import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
+
+PIECES = 32   # chunks per worker of a pool run (next_chunk shares them out)
 
 
 @dataclass(frozen=True)
@@ -85,21 +88,6 @@ def plan_episodes(scenarios: Sequence[ScenarioRef], episodes: int, seed: int) ->
             for i, (s, ep) in enumerate(order, 1)]
 
 
-def shares(sizes: Sequence[int], workers: int) -> list[int]:
-    """How many chunks each program's episodes are cut into: its share of the workers by its
-    number of episodes, at least 1 and at most its episodes; what is left of the workers goes
-    one at a time to the program furthest below its exact share (the first on a tie)."""
-    total = sum(sizes)
-    exact = [workers * n / total for n in sizes]
-    out = [max(1, min(n, int(e))) for n, e in zip(sizes, exact)]
-    while sum(out) < workers:
-        open_ = [i for i, n in enumerate(sizes) if out[i] < n]
-        if not open_:
-            break
-        out[max(open_, key=lambda i: (exact[i] - out[i], -i))] += 1
-    return out
-
-
 def split(items: Sequence[Planned], k: int) -> list[tuple[Planned, ...]]:
     """`items` in `k` consecutive pieces whose sizes differ by at most one (larger first)."""
     size, extra = divmod(len(items), k)
@@ -113,18 +101,29 @@ def split(items: Sequence[Planned], k: int) -> list[tuple[Planned, ...]]:
 
 def partition(planned: Sequence[Planned], workers: int) -> list[Chunk]:
     """The episodes as chunks: one per program for a single worker (each program started
-    once, as one process would); for more, each program's episodes cut by `shares`."""
+    once, as one process would); for more, pieces of at most `ceil(episodes / (workers x
+    PIECES))` consecutive episodes of one program, so that a worker whose program has no
+    work left takes a share of another's and none idles while the last chunk runs."""
     by_app: dict[str, list[Planned]] = {}
     for p in planned:
         by_app.setdefault(p.app, []).append(p)
-    counts = [1] * len(by_app) if workers <= 1 else shares([len(v) for v in by_app.values()], workers)
-    return [Chunk(app, piece) for (app, items), k in zip(by_app.items(), counts) for piece in split(items, k)]
+    if workers <= 1:
+        return [Chunk(app, tuple(items)) for app, items in by_app.items()]
+    size = max(1, math.ceil(len(planned) / (workers * PIECES)))
+    return [Chunk(app, piece) for app, items in by_app.items() for piece in split(items, math.ceil(len(items) / size))]
 
 
-def next_chunk(remaining: Sequence[Chunk], app: str | None) -> int:
+def next_chunk(remaining: Sequence[Chunk], app: str | None, running: Mapping[str, int] | None = None) -> int:
     """The index of the chunk a worker whose program instance is `app` takes next: the first
-    of the same program (its instance is reused), else the largest (the first on a tie)."""
+    of the same program (its instance is reused), else the first of the program with the
+    most episodes left per worker on it (`running`: how many workers run each program now),
+    the first program on a tie."""
     same = [i for i, c in enumerate(remaining) if c.app == app]
     if same:
         return same[0]
-    return max(range(len(remaining)), key=lambda i: (len(remaining[i].episodes), -i))
+    left: dict[str, int] = {}
+    for c in remaining:
+        left[c.app] = left.get(c.app, 0) + len(c.episodes)
+    running = running or {}
+    best = max(left, key=lambda a: left[a] / (1 + running.get(a, 0)))
+    return next(i for i, c in enumerate(remaining) if c.app == best)

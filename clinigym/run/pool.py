@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import signal
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
@@ -157,8 +158,9 @@ class Pool:
             w.done = True
             w.conn.send(None)      # it closes its program and ends
             return
-        chunk = self.remaining.pop(next_chunk(self.remaining, w.app))
-        w.chunk = list(chunk.episodes)
+        others = Counter(o.app for o in self.workers.values() if o is not w and o.app and not o.done)
+        chunk = self.remaining.pop(next_chunk(self.remaining, w.app, others))
+        w.chunk, w.app = list(chunk.episodes), chunk.app
         w.conn.send(chunk)
 
     def _ended(self, w: _Worker) -> None:

@@ -31,6 +31,7 @@ class Verdict:
     planned: int
     succeeded: int = 0
     failed: dict[int, str] = field(default_factory=dict)        # episode number -> its reason ("" if none)
+    endings: dict[str, int] = field(default_factory=dict)       # failed episodes by status ("error": no recording)
     missing: list[int] = field(default_factory=list)            # planned, with neither recording nor error
     unexplained: list[int] = field(default_factory=list)        # failed with no fault injected into it
     faults: dict[str, dict[str, int]] = field(default_factory=dict)   # kind -> landed, absorbed, unattributed
@@ -85,8 +86,11 @@ def check_run(out: Path, planned: int, returncode: int | None, injections: Seque
             v.succeeded += 1
         else:
             v.failed[number] = ep.outcome.reason or (ep.steps[-1].truncated_reason if ep.steps else None) or ""
+            v.endings[ep.status] = v.endings.get(ep.status, 0) + 1
     for error in read_errors(out):
-        v.failed.setdefault(error.number, error.error)
+        if error.number not in v.failed:
+            v.failed[error.number] = error.error
+            v.endings["error"] = v.endings.get("error", 0) + 1
         ended.add(error.number)
     v.missing = [n for n in range(1, planned + 1) if n not in ended]
     attributed: dict[int, list[str]] = {}

@@ -25,7 +25,6 @@ from clinigym.run.plan import (
     next_chunk,
     partition,
     plan_episodes,
-    shares,
     split,
 )
 from clinigym.run.resume import EpisodeError, Survey, pending, prepare_resume, read_errors, survey
@@ -55,16 +54,6 @@ def test_episodes_are_numbered_program_by_program_with_the_seeds_one_process_use
             episode_seed(7, "orthanc/b", 0)) == (1355151345, 667076455, 3328211953)
 
 
-def test_shares_of_the_workers_by_episodes():
-    assert shares([2, 2], 2) == [1, 1]
-    assert shares([2, 2], 4) == [2, 2]
-    assert shares([10, 2], 4) == [3, 1]
-    assert shares([3, 3], 5) == [3, 2]           # the one left goes to the first on a tie
-    assert shares([4, 4, 1], 4) == [2, 1, 1]
-    assert shares([2], 4) == [2]                  # never more chunks than episodes
-    assert shares([1, 1, 1], 2) == [1, 1, 1]      # every program at least one
-
-
 def test_split_in_consecutive_pieces():
     planned = plan_episodes([D1], episodes=10, seed=0)
     assert [len(piece) for piece in split(planned, 3)] == [4, 3, 3]
@@ -74,22 +63,24 @@ def test_split_in_consecutive_pieces():
 def test_partition():
     planned = plan_episodes([D1, D2, O1, O2], episodes=1, seed=0)
     assert numbers(partition(planned, 1)) == [("dicomscope", [1, 2]), ("orthanc", [3, 4])]
-    assert numbers(partition(planned, 2)) == [("dicomscope", [1, 2]), ("orthanc", [3, 4])]
-    assert numbers(partition(planned, 4)) == [("dicomscope", [1]), ("dicomscope", [2]),
+    assert numbers(partition(planned, 2)) == [("dicomscope", [1]), ("dicomscope", [2]),
                                               ("orthanc", [3]), ("orthanc", [4])]
-    many = plan_episodes([D1, O1], episodes=5, seed=0) + plan_episodes([O2], episodes=0, seed=0)
-    assert numbers(partition(many, 3)) == [("dicomscope", [1, 2, 3]), ("dicomscope", [4, 5]),
-                                           ("orthanc", [6, 7, 8, 9, 10])]
+    # 201 episodes, 2 workers: pieces of at most ceil(201 / (2 x 32)) = 4 consecutive episodes
+    chunks = partition(plan_episodes([D1, D2, O1], episodes=67, seed=0), 2)
+    assert [(c.app, len(c.episodes)) for c in chunks] == (
+        [("dicomscope", 4)] * 32 + [("dicomscope", 3)] * 2 + [("orthanc", 4)] * 16 + [("orthanc", 3)])
+    assert [p.number for c in chunks for p in c.episodes] == list(range(1, 202))
 
 
-def test_a_worker_keeps_its_program_else_takes_the_largest_chunk():
+def test_a_worker_keeps_its_program_else_takes_the_program_with_most_left_per_worker():
     planned = plan_episodes([D1, O1], episodes=5, seed=0)
-    remaining = partition(planned, 3)      # dicomscope 3, dicomscope 2, orthanc 5
-    assert next_chunk(remaining, None) == 2
-    assert next_chunk(remaining, "dicomscope") == 0
-    assert next_chunk(remaining, "orthanc") == 2
-    assert next_chunk(remaining, "aeskulap") == 2
-    assert next_chunk(remaining[:2], "orthanc") == 0      # the first on a tie of sizes is the larger
+    remaining = partition(planned, 3)      # ten chunks of one episode: dicomscope 1-5, orthanc 6-10
+    assert next_chunk(remaining, None) == 0                          # a tie: the first program
+    assert next_chunk(remaining, None, {"dicomscope": 1}) == 5       # 5/2 left per worker against 5/1
+    assert next_chunk(remaining, "dicomscope", {"dicomscope": 3}) == 0
+    assert next_chunk(remaining, "orthanc") == 5
+    assert next_chunk(remaining, "aeskulap", {"dicomscope": 2, "orthanc": 1}) == 5
+    assert next_chunk(remaining[3:], "aeskulap") == 2                # dicomscope has 2 left, orthanc 5
 
 
 def test_run_spec_round_trips_and_says_what_the_summary_said():

@@ -60,6 +60,7 @@ def test_the_verdict_counts_each_kind_of_ending_and_attributes_the_faults(tmp_pa
     assert v.succeeded == 2
     assert v.failed == {2: "dicomscope exited with status -9", 3: "",
                         4: "the worker process ended (exit code -9)"}
+    assert v.endings == {"truncated": 1, "failed": 1, "error": 1}
     assert v.missing == [5]
     assert v.unexplained == [3]
     assert v.faults == {"kill-program": {"injected": 1, "landed": 1, "absorbed": 0, "unattributed": 0},
@@ -111,3 +112,25 @@ def test_episodes_in_progress_by_the_process_that_runs_them(tmp_path):
     (out / "episodes" / "0003-dicomscope-s3" / "episode.json").write_text(json.dumps(header))
     seen.refresh()
     assert seen.running(12) is None and seen.ended == {1, 3, 4}
+
+
+def test_the_soak_table_says_each_count_and_every_problem(tmp_path):
+    from clinigym.cli.soak import format_soak
+    from clinigym.run.soak import SoakResult
+    v = check_run(run_folder(tmp_path), 6, 1, [Fault("kill-program", 2)], [], [])
+    text = format_soak(SoakResult(90.0, 1, [], v, [], ["OSError: boom"]))
+    assert text.splitlines()[:7] == [
+        "soak: 6 episodes planned in 1.5 min (run exit status 1)",
+        "episodes: 2 succeeded, 3 ended early (1 error, 1 failed, 1 truncated), 1 without an outcome, "
+        "2 failed with no fault injected",
+        "",
+        "fault            injected  landed absorbed unattributed",
+        "kill-program            1       1        0            0",
+        "all                     1",
+        ""]
+    assert "steps: 6 finished, 0 lost, 0 cut off unfinished" in text
+    assert "memory used (machine): too few samples" in text
+    assert text.splitlines()[-4:] == ["FAILED: 1 episodes have no outcome: [5]",
+                                      "FAILED: 1 failed episodes have no reason: [3]",
+                                      "FAILED: 2 episodes failed with no fault injected: [3, 4]",
+                                      "FAILED: injector: OSError: boom"]
