@@ -102,21 +102,36 @@ class DisplaySession:
         self.geometry = geometry
         self._procs: list[subprocess.Popen] = []
         self._workdir = Path(tempfile.mkdtemp(prefix="clinigym-display-"))
-        self.number = self._start_xvfb() if number is None else number
-        self.name = f":{self.number}"
+        self._x = self._grabber = self._damage = None
+        self.number: int | None = number
+        self.name = f":{number}"
+        try:
+            self.settle_rule = self._start(window_manager, rule)
+        except Exception as exc:   # nothing is left half-started; a server that went is its death
+            self.close()
+            if isinstance(exc, ProgramError) or self.number is None or self.answers():
+                raise
+            raise ProgramDied(f"the X display {self.name} is gone ({type(exc).__name__}: {exc})") from exc
+
+    def _start(self, window_manager: str | None, rule: str) -> str:
+        """Start (or attach to) the server and the window manager; the settle rule it allows."""
+        attached = self.number is not None
+        if not attached:
+            self.number = self._start_xvfb()
+            self.name = f":{self.number}"
         self._x = xdisplay.Display(self.name)
         self._root = self._x.screen().root
         self._grabber = mss.MSS(display=self.name)
-        self._monitor = {"left": 0, "top": 0, "width": geometry.width, "height": geometry.height}
-        if window_manager and number is None:
+        g = self.geometry
+        self._monitor = {"left": 0, "top": 0, "width": g.width, "height": g.height}
+        if window_manager and not attached:
             self._start_window_manager(window_manager)
         self._wait_window_manager(window_manager)
-        self._damage: DamageWatch | None = None
         try:
             self._damage = DamageWatch(self.name)
         except DamageUnavailable:
-            rule = "polling"
-        self.settle_rule = rule
+            return "polling"
+        return rule
 
     # -- lifecycle -----------------------------------------------------------------
     def _start_xvfb(self) -> int:
@@ -165,7 +180,7 @@ class DisplaySession:
 
     def answers(self) -> bool:
         """Whether the X server accepts connections (the local one, or a container's)."""
-        return server_answers(self.number)
+        return self.number is not None and server_answers(self.number)
 
     def close(self) -> None:
         for proc in reversed(self._procs):
@@ -181,7 +196,8 @@ class DisplaySession:
             self._damage.close()
         for conn in (self._grabber, self._x):
             try:
-                conn.close()
+                if conn is not None:
+                    conn.close()
             except Exception:  # the server may be gone already; nothing is left to release
                 pass
         shutil.rmtree(self._workdir, ignore_errors=True)

@@ -6,8 +6,10 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +19,7 @@ from clinigym.core.errors import ProgramDied
 from clinigym.runtime.backends.local import cpu_of_groups
 from clinigym.runtime.busy import BusyMeter
 from clinigym.runtime.damage import settle_on_damage, watch_changes
-from clinigym.runtime.display import DisplaySession, InputError
+from clinigym.runtime.display import DisplaySession, InputError, server_answers
 from clinigym.runtime.waiting import wait_for
 
 
@@ -229,3 +231,13 @@ def test_every_x_call_on_a_dead_server_is_the_display_dying():
     finally:
         s.close()
 
+
+
+def test_attaching_to_a_display_that_is_gone_is_its_death_and_leaves_nothing():
+    """A container's display killed while the environment attaches to it (the soak found it:
+    mss failed with a bare assertion): ProgramDied, which the reset's self-healing retries."""
+    number = next(n for n in range(950, 999) if not server_answers(n))
+    before = set(Path(tempfile.gettempdir()).glob("clinigym-display-*"))
+    with pytest.raises(ProgramDied, match=f"the X display :{number} is gone"):
+        DisplaySession(window_manager=None, number=number)
+    assert set(Path(tempfile.gettempdir()).glob("clinigym-display-*")) == before
