@@ -48,7 +48,7 @@ class Injection:
     worker: int
     what: str
     running: int | None           # the episode the worker was running, by number
-    seen: list[int] = field(default_factory=list)   # episodes that had begun by then
+    seen: set[int] = field(default_factory=set)     # episodes that had begun by then
     next: int | None = None       # with none running: the next episode the worker began
 
 
@@ -165,7 +165,7 @@ class Injector(threading.Thread):
         except TargetGone:
             return False
         self.injections.append(Injection(round(now, 2), kind, target.worker, what, running,
-                                         sorted(self.episodes.pid)))
+                                         set(self.episodes.pid)))
         return True
 
     def _resolve_next(self) -> None:
