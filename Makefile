@@ -15,9 +15,9 @@ APT := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recomme
 # All traffic stays on loopback: no bridge network, no NAT rules; containers use --network host.
 DOCKERD := dockerd --bridge=none --iptables=false --ip-masq=false
 
-.PHONY: deps engine images demo test test-all unit lint bench dataset clean soak
+.PHONY: deps services engine images demo test test-all unit lint bench dataset clean soak
 
-deps: $(STAMPS)/programs
+deps: $(STAMPS)/programs services
 
 $(STAMPS)/base: Makefile
 	@mkdir -p $(STAMPS)
@@ -43,10 +43,21 @@ lint: $(STAMPS)/venv
 unit: $(STAMPS)/venv
 	$(BIN)/pytest -q -p no:cacheprovider tests/unit
 
+# Each program's Debian packages, then its pinned npm and Python packages (a program's own
+# virtualenv: GNU Health).
 $(STAMPS)/programs: $(STAMPS)/base $(STAMPS)/venv $(wildcard containers/*/app.yaml)
 	$(APT) $$($(BIN)/clinigym apps --packages)
+	$(BIN)/clinigym apps --fetch
 	$(BIN)/clinigym apps
 	@touch $@
+
+# The services programs use, started when not running: Debian's PostgreSQL cluster (GNU
+# Health's database; it listens on localhost only), waited for (bounded).
+services: $(STAMPS)/programs
+	@pg_isready -q -h 127.0.0.1 -p 5432 || { \
+	  cluster=$$(pg_lsclusters -h | awk 'NR == 1 {print $$1, $$2}'); \
+	  echo "starting PostgreSQL $$cluster"; pg_ctlcluster $$cluster start; \
+	  pg_isready -q -t 60 -h 127.0.0.1 -p 5432; }
 
 $(STAMPS)/docker: Makefile
 	@mkdir -p $(STAMPS)

@@ -20,14 +20,17 @@ def _missing(packages: list[str]) -> list[str]:
     return missing
 
 
-def _fetch_npm() -> int:
-    """Download (once) every program's pinned npm packages into the cache, verified."""
-    from clinigym.runtime import npm
+def _fetch() -> int:
+    """Download (once) every program's pinned npm packages into the cache, verified, and
+    install its pinned Python packages into its virtualenv."""
+    from clinigym.core.errors import ClinigymError
+    from clinigym.runtime import npm, pyenv
     for name in app_names():
         try:
-            for var, path in npm.variables(load_app(name)).items():
+            app = load_app(name)
+            for var, path in {**npm.variables(app), **pyenv.variables(app)}.items():
                 print(f"{name:<12} ${{{var}}} = {path}")
-        except npm.NpmError as exc:
+        except ClinigymError as exc:
             print(f"clinigym: {name}: {exc}", file=sys.stderr)
             return 1
     return 0
@@ -35,9 +38,11 @@ def _fetch_npm() -> int:
 
 def cmd_apps(args) -> int:
     if args.fetch:
-        return _fetch_npm()
+        return _fetch()
+    from clinigym.runtime import pyenv
     from clinigym.runtime.backends.local import host_release
     from clinigym.runtime.slots import slot_ports
+    from clinigym.spec.apps import render
     from clinigym.spec.scenarios import all_scenarios
     host = host_release()
     if args.packages:
@@ -52,9 +57,13 @@ def cmd_apps(args) -> int:
         app = load_app(name)
         # A program of another Debian release runs in its container only.
         missing = _missing(app.debian_packages) if app.release == host else app.debian_packages
-        binaries = [p.command[0] for p in app.processes if p.command] + (
+        # ${VENV}: the program's own virtualenv, where `--fetch` installed it (not installed here).
+        venv = pyenv.variables(app, make_missing=False)
+        binaries = [render(p.command[0], venv) if venv else p.command[0] for p in app.processes if p.command] + (
             ["chromium"] if any(p.browser for p in app.processes) else [])
         runnable = not missing and all(shutil.which(b) for b in binaries) and bool(shutil.which("Xvfb"))
+        if venv and not pyenv.is_made(app):
+            missing = [*missing, "(Python packages: clinigym apps --fetch)"]
         rows.append({"name": name, "title": app.title, "release": app.release, "folder": str(app.folder),
                      "packages": app.debian_packages, "missing_packages": missing, "installed": not missing,
                      "runnable": runnable, "scenarios": counts.get(name, 0), "port_block": app.port_block,
@@ -74,8 +83,8 @@ def cmd_apps(args) -> int:
 def cmd_images(args) -> int:
     from clinigym.runtime.images import ImageError, build_app
     try:
-        for name in args.apps or app_names():   # each builds (or finds) its Debian base first
-            build_app(load_app(name), force=args.force)
+        for name in args.apps or [n for n in app_names() if "docker" in load_app(n).backends]:
+            build_app(load_app(name), force=args.force)   # each builds (or finds) its Debian base first
     except ImageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -115,7 +124,8 @@ def register(sub) -> None:
                                                        "port block and first instance's ports)")
     p.add_argument("--packages", action="store_true", help="print the Debian packages all programs need")
     p.add_argument("--fetch", action="store_true",
-                   help="download every program's pinned npm packages into the cache (verified; once)")
+                   help="download every program's pinned npm packages into the cache (verified; once) and "
+                        "install its pinned Python packages into its own virtualenv")
     p.set_defaults(func=cmd_apps)
 
     p = sub.add_parser("images", help="build the Docker images: Debian bases (debootstrap) and one per program")

@@ -149,8 +149,9 @@ def run_bench(apps: list[str], repeats: int, out: Path | None, backends: list[st
     result = {"repeats": repeats, "baseline": bench_baseline(repeats), "apps": [], "errors": []}
     for kind in backends:
         for name in apps:
-            if kind == "local" and load_app(name).release != host_release():
-                continue   # a program of another Debian release runs only in its container
+            app = load_app(name)
+            if kind not in app.backends or (kind == "local" and app.release != host_release()):
+                continue   # not where it runs: a program of another Debian release, only in its container
             try:
                 result["apps"].append(bench_app(name, repeats, kind, watch_all) | {"app": name})
             except Exception as exc:  # noqa: BLE001 - one broken program must not lose the others' numbers

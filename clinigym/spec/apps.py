@@ -18,10 +18,12 @@ import re
 from functools import cache
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
 from clinigym.spec import paths
+from clinigym.spec.conditions import Condition, listify
 from clinigym.spec.files import Spec, SpecError, parse, read_yaml
 from clinigym.spec.records import RecordSet
 
@@ -91,6 +93,32 @@ class NpmPackage(Spec):
                            description="SRI hash of the tarball, as the registry's dist.integrity")
 
 
+class PythonPackages(Spec):
+    """A program shipped on PyPI: pinned packages installed into a virtualenv of its own by
+    clinigym.runtime.pyenv, exposed to the program file as ${VENV}."""
+    packages: list[str] = Field(min_length=1, description="exact pins, name==version")
+    system_site_packages: bool = Field(False, description="the virtualenv sees Debian's Python packages "
+                                                          "(bindings such as python3-gi)")
+
+    @field_validator("packages")
+    @classmethod
+    def _pinned(cls, v):
+        loose = [p for p in v if not re.fullmatch(r"[A-Za-z0-9_.\-\[\],]+==[0-9][A-Za-z0-9_.+!\-]*", p)]
+        if loose:
+            raise ValueError(f"pin every package to one version (name==version): {', '.join(loose)}")
+        return v
+
+
+class StartInput(Spec):
+    """Typed into the program's focused window at every start, once its processes are ready,
+    before the first screen: what a user must do at each launch that no option gets past
+    (a password dialog). `until` is waited for afterwards."""
+    type: str = Field(min_length=1, description="text typed through XTest (\\n is Return)")
+    until: list[Condition] = Field(min_length=1, description="all hold once the input took effect")
+
+    _until_list = field_validator("until", mode="before")(listify)
+
+
 def npm_variable(key: str) -> str:
     return f"NPM_{key.upper()}"
 
@@ -124,8 +152,17 @@ class AppSpec(Spec):
     dom_port: str | None = Field(None, description="port name of Chromium's DevTools endpoint")
     files: dict[str, str] = {}
     npm: dict[str, NpmPackage] = Field({}, description="npm packages; each is ${NPM_<KEY>}")
+    python: PythonPackages | None = Field(None, description="Python packages in a virtualenv: ${VENV}")
     prepare: list[PrepareStep] = []
+    restore: list[list[str]] = Field([], description=(
+        "commands run at every reset after the pristine state folder is back and before the processes "
+        "start: state kept outside that folder (a database copied from its template) is restored here"))
     processes: list[Process]
+    start: list[StartInput] = Field([], description="input at every start, before the first screen")
+    database: str | None = Field(None, description=(
+        "PostgreSQL connection URI of the program's database, read by `sql` conditions (loopback only)"))
+    backends: list[Literal["local", "docker"]] = Field(["local", "docker"], min_length=1,
+                                                      description="where the program can run")
     settle: Settle = Settle()
     records: dict[str, RecordSet] = Field({}, description="the program's records, read by the safety audit of "
                                                           "plan and goal episodes (clinigym.spec.records)")
@@ -143,6 +180,8 @@ class AppSpec(Spec):
         names = {p.name for p in self.processes}
         known = set(BASE_VARS) | {f"PORT_{p.upper()}" for p in self.ports}
         known |= {npm_variable(k) for k in self.npm}
+        if self.python is not None:
+            known.add("VENV")
         for key in self.npm:
             if not re.fullmatch(r"[A-Za-z0-9_]+", key):
                 raise ValueError(f"npm key {key!r}: letters, digits and _ only (it names ${{NPM_<KEY>}})")
@@ -151,6 +190,10 @@ class AppSpec(Spec):
                 raise ValueError(f"prepare[{i}].start names no process: {step.start!r}")
         if self.ports and self.port_block is None:
             raise ValueError("a program with ports needs a port_block (unique among all programs)")
+        if self.database is not None:
+            uri = urlsplit(self.database)
+            if uri.scheme not in ("postgresql", "postgres") or uri.hostname not in (None, "127.0.0.1", "localhost"):
+                raise ValueError("database: a postgresql:// URI on loopback (127.0.0.1, localhost or a Unix socket)")
         if self.dom_port and self.dom_port not in self.ports:
             raise ValueError(f"dom_port {self.dom_port!r} is not in ports")
         text = self.model_dump_json()

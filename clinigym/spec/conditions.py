@@ -1,5 +1,5 @@
 """Conditions on a live program: a window, a DOM element, a screen region, a REST answer,
-a state file, an exited process, a screen region equal to a recorded reference.
+a state file, a database row, an exited process, a screen region equal to a recorded reference.
 
 Used for readiness of scenario set-up (`until`), the expected transition after each step
 and the final state checks of a scenario. Each kind is one row of `KINDS`: its value's
@@ -52,6 +52,19 @@ class HttpCheck(Spec):
     json_length: int | None = Field(None, description="the JSON answer is a list of this length")
     contains: str | None = None
     not_contains: str | None = None
+
+
+class SqlCheck(Spec):
+    """A query on the program's own database (its `database` URI) and what it must answer."""
+    query: str = Field(min_length=1, description="SQL run read-only; ${VARIABLES} of the program allowed")
+    equals: str | None = Field(None, description="the answer is one value, equal to this text")
+    rows: int | None = Field(None, ge=0, description="the answer has this many rows")
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.equals is None) == (self.rows is None):
+            raise ValueError("give exactly one of equals or rows")
+        return self
 
 
 class FileText(Spec):
@@ -143,6 +156,7 @@ class Probe(Protocol):
     def http_get(self, url: str) -> Any: ...
     def state_glob(self, pattern: str) -> list[str]: ...
     def exit_status(self, process: str) -> int | None: ...
+    def sql(self, query: str) -> list[list[str]]: ...
 
 
 @dataclass(frozen=True)
@@ -202,6 +216,13 @@ def _screen(value: ScreenRef, cond: Any, ctx: CheckContext) -> bool:
     return screen_identity(value, ctx.after) >= value.min_identical
 
 
+def _sql(check: SqlCheck, cond: Any, ctx: CheckContext) -> bool:
+    rows = ctx.probe.sql(check.query)
+    if check.rows is not None:
+        return len(rows) == check.rows
+    return len(rows) == 1 and len(rows[0]) == 1 and rows[0][0] == check.equals
+
+
 def _file_contains(value: FileText, cond: Any, ctx: CheckContext) -> bool:
     return any(value.text in Path(f).read_text(errors="replace")
                for f in ctx.probe.state_glob(value.path) if Path(f).is_file())
@@ -220,6 +241,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          lambda v, c, ctx: bool(ctx.probe.state_glob(v))),
     Kind("no_file", str, "glob that matches nothing in the state folder",
          lambda v, c, ctx: not ctx.probe.state_glob(v)),
+    Kind("sql", SqlCheck, "a query on the program's database answers as described (a record "
+                          "written, a field's value, a count)", _sql),
     Kind("file_contains", FileText, "a state file holds a text (a changed preference)", _file_contains),
     Kind("screen", ScreenRef, "this region of the screen equals a recorded reference image (at least "
                               "min_identical of its pixels): an effect only the screen shows", _screen),
@@ -260,6 +283,11 @@ class _Condition(Spec):
 Condition = create_model(
     "Condition", __base__=_Condition,
     **{k.name: (k.value | None, Field(None, description=k.doc)) for k in KINDS.values()})
+
+
+def listify(v):
+    """One condition may stand for a list of one (a pydantic `before` validator)."""
+    return [v] if isinstance(v, dict) else v
 
 
 def holds(cond: Any, probe: Probe, before: Frame | None = None, after: Frame | None = None,

@@ -18,15 +18,10 @@ from pydantic import Field, field_validator, model_validator
 from clinigym.core.actions import STEP_ACTIONS
 from clinigym.spec import paths
 from clinigym.spec.apps import app_names, load_app
-from clinigym.spec.conditions import KINDS, Condition, Target
+from clinigym.spec.conditions import KINDS, Condition, Target, listify
 from clinigym.spec.files import Spec, SpecError, parse, read_yaml
 
 StepAction = Literal[STEP_ACTIONS]  # type: ignore[valid-type]
-
-
-def _listify(v):
-    """One condition may stand for a list of one."""
-    return [v] if isinstance(v, dict) else v
 
 
 class MedspotRef(Spec):
@@ -61,7 +56,7 @@ class SetupStep(Spec):
     keys: str | None = None
     until: list[Condition] = Field([], description="all hold before the next set-up step")
 
-    _until_list = field_validator("until", mode="before")(_listify)
+    _until_list = field_validator("until", mode="before")(listify)
 
     @model_validator(mode="after")
     def _fields(self):
@@ -76,7 +71,7 @@ class Step(_Acting):
     instruction: str = Field(min_length=1)
     transition: list[Condition] = Field(min_length=1, description="all hold after a correct action")
 
-    _transition_list = field_validator("transition", mode="before")(_listify)
+    _transition_list = field_validator("transition", mode="before")(listify)
 
 
 class Answer(Spec):

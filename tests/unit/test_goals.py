@@ -7,6 +7,7 @@ import re
 from collections import Counter
 
 import pytest
+import yaml
 
 from clinigym.core.audit import answer_matches
 from clinigym.runtime import fixtures
@@ -41,6 +42,13 @@ def _first(value) -> float:
 
 
 # Every information task, with where its truth comes from in clinigym/runtime/fixtures.py.
+def _ehr_condition(ref: str) -> str:
+    """The ICD-10 code on record for a patient of the GNU Health fixtures."""
+    data = yaml.safe_load((load_app("gnuhealth").folder / "fixtures.yaml").read_text())
+    code, = (c["code"] for c in data["conditions"] if c["patient"] == ref)
+    return code
+
+
 TRUTH = {
     "orthanc/info-patient-id": lambda: _header("PHANTOM^BOB").PatientID,
     "orthanc/info-birth-date": lambda: _header("PHANTOM^CAROL").PatientBirthDate,
@@ -55,6 +63,7 @@ TRUTH = {
     "ginkgocadx/info-patient-id": lambda: _header("PHANTOM^CAROL").PatientID,
     "ginkgocadx/info-accession-number": lambda: _header("PHANTOM^BOB").AccessionNumber,
     "itksnap/info-slice-count": lambda: _study("PHANTOM^BOB").slices,
+    "gnuhealth/info-condition": lambda: _ehr_condition("CG0002"),
 }
 
 

@@ -1,7 +1,8 @@
 """Where a program runs: `local` (this machine) or `docker` (a container per environment).
 
 The default is the `CLINIGYM_BACKEND` environment variable, else `local` for a
-program of this machine's Debian release and `docker` for the others.
+program of this machine's Debian release and `docker` for the others. A program file
+may name the backends it runs on (`backends:`); another one is refused.
 """
 from __future__ import annotations
 
@@ -19,13 +20,18 @@ __all__ = ["KINDS", "Backend", "ProgramDied", "default_kind", "make_backend"]
 def default_kind(app: AppSpec) -> str:
     from clinigym.runtime.backends.local import host_release
     chosen = os.environ.get("CLINIGYM_BACKEND")
-    if chosen:
+    if chosen and chosen in app.backends:
         return chosen
+    if len(app.backends) == 1:
+        return app.backends[0]
     return "local" if app.release == host_release() else "docker"
 
 
 def make_backend(app: AppSpec, kind: str | None = None, geometry: Geometry = Geometry()) -> Backend:
     kind = kind or default_kind(app)
+    if kind in KINDS and kind not in app.backends:
+        raise SpecError(app.folder / "app.yaml", "backends", f"{app.name} runs on {', '.join(app.backends)} only, "
+                                                             f"not {kind}")
     if kind == "local":
         from clinigym.runtime.backends.local import LocalBackend
         return LocalBackend(app, geometry)

@@ -19,7 +19,7 @@ import requests
 
 from clinigym.core.errors import ProgramDied, ProgramError, WaitTimeout
 from clinigym.core.geometry import Box
-from clinigym.runtime import npm
+from clinigym.runtime import npm, pyenv
 from clinigym.runtime.browser import DevTools, RequestLog, chromium_command
 from clinigym.runtime.busy import BusyMeter
 from clinigym.runtime.display import DisplaySession, Frame, Geometry
@@ -65,6 +65,7 @@ class Backend:
         v.update({f"PORT_{k.upper()}": str(p) for k, p in self.ports.items()})
         # ${NPM_<KEY>}: the program's npm packages in this machine's cache (fetched if missing).
         v.update(npm.variables(self.app))
+        v.update(pyenv.variables(self.app))   # ${VENV}: the program's own Python packages
         return v
 
     def render(self, text: str) -> str:
@@ -84,10 +85,7 @@ class Backend:
         try:
             for step in self.app.prepare:
                 if step.run:
-                    cmd = [self.render(a) for a in step.run]
-                    code, output = self._run(cmd, str(self.state), self._env({}), 300)
-                    if code:
-                        raise ProgramError(f"{self.app.name}: prepare {cmd} failed ({code}): {output[-800:]}")
+                    self._run_checked([self.render(a) for a in step.run], "prepare")
                 else:
                     self._launch(self.app.process(step.start))
                     if step.upload_dicom:
@@ -96,6 +94,21 @@ class Backend:
             self.stop()
         shutil.rmtree(self.pristine, ignore_errors=True)
         shutil.copytree(self.state, self.pristine, symlinks=True)
+
+    def _run_checked(self, cmd: list[str], what: str, timeout: float = 300) -> str:
+        code, output = self._run(cmd, str(self.state), self._env({}), timeout)
+        if code:
+            raise ProgramError(f"{self.app.name}: {what} {cmd} failed ({code}): {output[-800:]}")
+        return output
+
+    def _start_input(self) -> None:
+        from clinigym.spec.conditions import holds  # conditions read through this backend
+        timeout = self.app.processes[-1].ready.timeout
+        for i, given in enumerate(self.app.start):
+            self.display.type_text(self.render(given.type))
+            until = given.until
+            wait_for(lambda: all(holds(c, self) for c in until), timeout,  # noqa: B023 - called here, at once
+                     f"{self.app.name}: start input {i + 1}: " + "; ".join(c.describe() for c in until))
 
     def _upload(self, url: str) -> None:
         for path in sorted((self.workdir / "fixtures").rglob("*.dcm")):
@@ -174,8 +187,11 @@ class Backend:
         shutil.copytree(self.pristine, self.state, symlinks=True)
         # Park the pointer where it hovers nothing, so hover effects cannot differ between resets.
         display.move(self.geometry.width - 1, self.geometry.height - 1)
+        for cmd in self.app.restore:
+            self._run_checked([self.render(a) for a in cmd], "restore")
         for proc in self.app.processes:
             self._launch(proc, args if proc is self.app.processes[-1] else ())
+        self._start_input()
         frame, _ = self.settle()
         ready = self.app.processes[-1].ready
         if ready.painted:
@@ -274,6 +290,20 @@ class Backend:
 
     def exit_status(self, process: str) -> int | None:
         return self._exit_statuses().get(process)
+
+    def sql(self, query: str) -> list[list[str]]:
+        """The rows a read-only query on the program's database answers (values as text, NULL
+        as ''), by `psql` where the program runs; the answer goes through a file of the work
+        folder, which both backends share."""
+        if not self.app.database:
+            raise ValueError(f"{self.app.name} declares no database: an sql condition needs one")
+        answer = self.workdir / "sql-answer"
+        answer.unlink(missing_ok=True)
+        self._run_checked(["psql", self.render(self.app.database), "-X", "-q", "-A", "-t", "-F", "\x1f",
+                           "-v", "ON_ERROR_STOP=1", "-o", str(answer), "-c",
+                           f"SET TRANSACTION READ ONLY; {self.render(query)}"], "sql", timeout=30)
+        lines = answer.read_text().splitlines() if answer.exists() else []
+        return [line.split("\x1f") for line in lines]
 
     # -- where things run: each backend implements these ---------------------------------
     def _ensure_display(self) -> DisplaySession:
