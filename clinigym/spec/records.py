@@ -2,9 +2,11 @@
 audit of plan and goal episodes (`clinigym.core.audit`).
 
 Each record set names one source kind, a row of `SOURCES` with its own reader: `http` (a
-loopback URL answering a JSON list of objects, as Orthanc's `/studies?expand`) or `files`
+loopback URL answering a JSON list of objects, as Orthanc's `/studies?expand`), `files`
 (files of the state folder matching a glob: a DICOM file's patient is read from its
-header; its fields are its name, its stem before the first dot, its size and SHA-1). A
+header; its fields are its name, its stem before the first dot, its size and SHA-1) or
+`sql` (a query on the program's database: each row a record, its key, its patient, then
+the values its `fields` name, in that order). A
 snapshot maps every key of every set to an `Item` (its patient and fields); the audit
 compares the snapshot after the episode with the one at its start.
 """
@@ -28,6 +30,8 @@ class RecordSet(Spec):
     """One set of a program's records: where they are read and what identifies them."""
     http: str | None = Field(None, description="loopback URL answering a JSON list of objects")
     files: str | None = Field(None, description="glob (** allowed) relative to the program's state folder")
+    sql: str | None = Field(None, description="query on the program's database: columns key, patient, then "
+                                              "one per name in `fields`")
     key: str | None = Field(None, description="http: the dotted path of each object's identifier")
     patient: str | None = Field(None, description="http: the dotted path of the object's patient name")
     fields: list[str] = Field([], description="http: dotted paths compared to tell a modified record")
@@ -43,6 +47,9 @@ class RecordSet(Spec):
             raise ValueError("an http record set needs `key`")
         if given[0] == "files" and (self.key or self.patient or self.fields or self.fetch):
             raise ValueError("a files record set takes no key, patient, fields or fetch (they come from the file)")
+        if given[0] == "sql" and (self.key or self.patient or self.fetch):
+            raise ValueError("an sql record set takes no key, patient or fetch: its first two columns are "
+                             "the key and the patient")
         return self
 
     @property
@@ -96,6 +103,17 @@ def _read_files(rs: RecordSet, probe: Probe) -> dict[str, Item]:
     return out
 
 
+def _read_sql(rs: RecordSet, probe: Probe) -> dict[str, Item]:
+    out = {}
+    for row in probe.sql(rs.sql or ""):
+        if len(row) != 2 + len(rs.fields):
+            raise ProgramError(f"records {rs.sql[:60] if rs.sql else ''!r}: {len(row)} columns, expected "
+                               f"key, patient and {len(rs.fields)} field(s)")
+        key, patient, *values = row
+        out[key] = Item(patient or None, dict(zip(rs.fields, values, strict=True)))
+    return out
+
+
 @dataclass(frozen=True)
 class Source:
     name: str
@@ -106,6 +124,7 @@ class Source:
 SOURCES: dict[str, Source] = {s.name: s for s in (
     Source("http", "a loopback URL answering a JSON list of objects", _read_http),
     Source("files", "files of the state folder matching a glob", _read_files),
+    Source("sql", "rows of a query on the program's database", _read_sql),
 )}
 
 

@@ -42,11 +42,20 @@ def _first(value) -> float:
 
 
 # Every information task, with where its truth comes from in clinigym/runtime/fixtures.py.
+def _ehr() -> dict:
+    return yaml.safe_load((load_app("gnuhealth").folder / "fixtures.yaml").read_text())
+
+
 def _ehr_condition(ref: str) -> str:
     """The ICD-10 code on record for a patient of the GNU Health fixtures."""
-    data = yaml.safe_load((load_app("gnuhealth").folder / "fixtures.yaml").read_text())
-    code, = (c["code"] for c in data["conditions"] if c["patient"] == ref)
+    code, = (c["code"] for c in _ehr()["conditions"] if c["patient"] == ref)
     return code
+
+
+def _ehr_birth_date(ref: str) -> str:
+    """A patient's birth date as the GNU Health client shows it (month/day/year)."""
+    dob, = (p["dob"] for p in _ehr()["patients"] if p["ref"] == ref)
+    return dob.strftime("%m/%d/%Y")
 
 
 TRUTH = {
@@ -64,6 +73,8 @@ TRUTH = {
     "ginkgocadx/info-accession-number": lambda: _header("PHANTOM^BOB").AccessionNumber,
     "itksnap/info-slice-count": lambda: _study("PHANTOM^BOB").slices,
     "gnuhealth/info-condition": lambda: _ehr_condition("CG0002"),
+    "gnuhealth/info-lookalike-birth-date": lambda: _ehr_birth_date("CG0101"),
+    "gnuhealth/info-license-id": lambda: _ehr()["users"][0]["professional"]["license"],
 }
 
 
