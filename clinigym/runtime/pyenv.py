@@ -51,7 +51,7 @@ def ensure(app: AppSpec, root: Path | None = None, timeout: float = 900) -> Path
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.parent / f".{path.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)   # another process may be making it: wait for it
-        if (path / MARKER).exists():
+        if is_made(app, root):
             return path
         shutil.rmtree(path, ignore_errors=True)
         assert app.python is not None

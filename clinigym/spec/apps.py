@@ -158,6 +158,9 @@ class AppSpec(Spec):
         "commands run at every reset after the pristine state folder is back and before the processes "
         "start: state kept outside that folder (a database copied from its template) is restored here"))
     processes: list[Process]
+    close: list[list[str]] = Field([], description=(
+        "commands run when the program's instance closes, after its processes stop: what `restore` "
+        "made outside the state folder (the instance's database) is removed here"))
     start: list[StartInput] = Field([], description="input at every start, before the first screen")
     database: str | None = Field(None, description=(
         "PostgreSQL connection URI of the program's database, read by `sql` conditions (loopback only)"))

@@ -3,6 +3,7 @@ ${VENV}/bin/python, which has trytond and proteus).
 
     database.py template CLOCK    the pristine database, built once per machine and kept
     database.py copy CLOCK NAME   NAME made afresh from it (every reset: about 0.5 s)
+    database.py drop NAME         NAME removed (the instance closes)
 
 CLOCK is the moment the program's clock stands at (clock/sitecustomize.py): the build runs
 at it too, so that dates the build writes (a condition's diagnosis date) are the same on
@@ -171,6 +172,8 @@ def main(argv: list[str]) -> None:
         # The environment's own database: whatever the last episode left goes with it.
         psql(f'DROP DATABASE IF EXISTS "{args[1]}" WITH (FORCE)')
         psql(f'CREATE DATABASE "{args[1]}" TEMPLATE "{template_name(args[0])}"')
+    elif command == "drop" and len(args) == 1:
+        psql(f'DROP DATABASE IF EXISTS "{args[0]}" WITH (FORCE)')
     elif command == "fixtures" and len(args) == 2:   # the build's own step (database, trytond.conf)
         write_fixtures(args[0], Path(args[1]), yaml.safe_load((HERE / "fixtures.yaml").read_text()))
     else:

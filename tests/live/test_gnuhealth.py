@@ -3,6 +3,9 @@ record with scripted misbehaving agents (exact violations), a killed server or c
 ending the episode with its reason and the next reset recovering."""
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 import yaml
 
@@ -10,6 +13,7 @@ from clinigym.core.actions import Action
 from clinigym.envs.goal import GoalEnv
 from clinigym.envs.live import LiveEnv
 from clinigym.recording import read_episode
+from clinigym.runtime.backends import make_backend
 from clinigym.spec.apps import load_app
 from clinigym.spec.scenarios import select
 from conftest import judged, oracle
@@ -117,3 +121,24 @@ def test_a_killed_server_or_client_truncates_and_reset_recovers(process, backend
     obs, reward, _, _, info = env.step(agent.act(obs, info))
     assert reward == 1.0
     env.close()
+
+
+
+def databases() -> list[str]:
+    """The instance databases PostgreSQL holds, asked directly (no program running)."""
+    done = subprocess.run(["psql", "-X", "-At", "-h", "127.0.0.1", "-U", "clinigym", "-d", "postgres", "-c",
+                           "SELECT datname FROM pg_database WHERE datname LIKE 'gnuhealth%'"],
+                          capture_output=True, text=True, check=True, env={**os.environ, "PGPASSWORD": "clinigym"})
+    return done.stdout.split()
+
+
+def test_closing_the_program_drops_its_database():
+    """The instance's database is its state outside the work folder: `close:` drops it."""
+    backend = make_backend(load_app("gnuhealth"))
+    try:
+        backend.reset([])
+        name = backend.render("gnuhealth_${PORT_TRYTON}")
+        assert name in databases()
+    finally:
+        backend.close()
+    assert name not in databases()

@@ -45,11 +45,13 @@ def test_program_fields_load(tmp_path):
     app = _load(app_file(tmp_path, (
         "python: {packages: ['gnuhealth==5.0.6', 'time-machine==2.16.0'], system_site_packages: true}\n"
         "restore: [['${VENV}/bin/python', restore.py]]\n"
+        "close: [['${VENV}/bin/python', drop.py]]\n"
         "start: [{type: \"pw\\n\", until: {sql: {query: 'SELECT 1', equals: '1'}}}]\n"
         "database: postgresql://clinigym:clinigym@127.0.0.1:5432/lab\n"
         "backends: [local]\n")))
     assert app.python.packages == ["gnuhealth==5.0.6", "time-machine==2.16.0"] and app.python.system_site_packages
     assert app.restore == [["${VENV}/bin/python", "restore.py"]]
+    assert app.close == [["${VENV}/bin/python", "drop.py"]]
     assert app.start[0].type == "pw\n" and app.start[0].until[0].kind == "sql"
     assert app.backends == ["local"] and default_kind(app) == "local"
     # A unix-socket URI (no host) is loopback too.

@@ -27,7 +27,7 @@ from clinigym.runtime.fixtures import MODALITY_STUDIES, write_studies
 from clinigym.runtime.slots import claim, mark_owner
 from clinigym.runtime.waiting import wait_for
 from clinigym.spec.apps import AppSpec, Process, render
-from clinigym.spec.conditions import Target
+from clinigym.spec.conditions import Target, holds
 
 __all__ = ["Backend", "ProgramDied", "base_environment"]
 
@@ -102,7 +102,6 @@ class Backend:
         return output
 
     def _start_input(self) -> None:
-        from clinigym.spec.conditions import holds  # conditions read through this backend
         timeout = self.app.processes[-1].ready.timeout
         for i, given in enumerate(self.app.start):
             self.display.type_text(self.render(given.type))
@@ -253,8 +252,13 @@ class Backend:
         return None
 
     def close(self) -> None:
-        self.close_display()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        try:
+            self.stop()
+            for cmd in self.app.close if self.state.exists() else []:   # made by a reset, outside the folder
+                self._run_checked([self.render(a) for a in cmd], "close", timeout=60)
+        finally:
+            self.close_display()
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def package_versions(self) -> dict[str, str]:
         """Versions of the program's Debian packages where it runs (recorded with episodes)."""
