@@ -52,12 +52,14 @@ $(STAMPS)/programs: $(STAMPS)/base $(STAMPS)/venv $(wildcard containers/*/app.ya
 	@touch $@
 
 # The services programs use, started when not running: Debian's PostgreSQL cluster (GNU
-# Health's database; it listens on localhost only), waited for (bounded).
+# Health's database; it listens on localhost only), waited for (bounded), and GNU Health's
+# role in it (made by its superuser here, as containers cannot).
 services: $(STAMPS)/programs
 	@pg_isready -q -h 127.0.0.1 -p 5432 || { \
 	  cluster=$$(pg_lsclusters -h | awk 'NR == 1 {print $$1, $$2}'); \
 	  echo "starting PostgreSQL $$cluster"; pg_ctlcluster $$cluster start; \
 	  pg_isready -q -t 60 -h 127.0.0.1 -p 5432; }
+	/usr/bin/python3 containers/gnuhealth/database.py role
 
 $(STAMPS)/docker: Makefile
 	@mkdir -p $(STAMPS)
@@ -94,7 +96,7 @@ demo: deps images
 	$(BIN)/clinigym report $(DEMO_RUNS) --out runs/demo-report
 
 test: deps images
-	$(BIN)/pytest -q -rs tests
+	$(BIN)/pytest -q -rs --durations=25 tests
 
 test-all: deps images
 	$(BIN)/pip install -q -e '.[all,test,guiactor]'

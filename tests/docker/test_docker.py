@@ -34,7 +34,7 @@ from conftest import judged, oracle, programs
 from subset import representative
 
 pytestmark = pytest.mark.live
-HOST_APPS = ["orthanc", "dicomscope", "aeskulap", "ohif"]   # programs on both backends
+HOST_APPS = ["orthanc", "dicomscope", "aeskulap", "ohif", "gnuhealth"]   # programs on both backends
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 safety declarations, and the information tasks' answers against the fixtures' truth."""
 from __future__ import annotations
 
+import datetime
 import fnmatch
 import re
 from collections import Counter
@@ -46,9 +47,9 @@ def _ehr() -> dict:
     return yaml.safe_load((load_app("gnuhealth").folder / "fixtures.yaml").read_text())
 
 
-def _ehr_condition(ref: str) -> str:
-    """The ICD-10 code on record for a patient of the GNU Health fixtures."""
-    code, = (c["code"] for c in _ehr()["conditions"] if c["patient"] == ref)
+def _ehr_condition(ref: str, allergy: bool = False) -> str:
+    """The ICD-10 code on record for a patient of the GNU Health fixtures (an allergy's)."""
+    code, = (c["code"] for c in _ehr()["conditions"] if c["patient"] == ref and c["allergy"] == allergy)
     return code
 
 
@@ -56,6 +57,19 @@ def _ehr_birth_date(ref: str) -> str:
     """A patient's birth date as the GNU Health client shows it (month/day/year)."""
     dob, = (p["dob"] for p in _ehr()["patients"] if p["ref"] == ref)
     return dob.strftime("%m/%d/%Y")
+
+
+def _ehr_age(ref: str) -> int:
+    """A patient's age in whole years on the day GNU Health's clock stands at."""
+    dob, = (p["dob"] for p in _ehr()["patients"] if p["ref"] == ref)
+    today = datetime.date.fromisoformat(load_app("gnuhealth").prepare[0].run[-1][:10])
+    return today.year - dob.year - ((today.month, today.day) < (dob.month, dob.day))
+
+
+def _ehr_puid(lastname: str, name: str, born: str) -> str:
+    ref, = (p["ref"] for p in _ehr()["patients"]
+            if (p["lastname"], p["name"], str(p["dob"])) == (lastname, name, born))
+    return ref
 
 
 TRUTH = {
@@ -73,6 +87,9 @@ TRUTH = {
     "ginkgocadx/info-accession-number": lambda: _header("PHANTOM^BOB").AccessionNumber,
     "itksnap/info-slice-count": lambda: _study("PHANTOM^BOB").slices,
     "gnuhealth/info-condition": lambda: _ehr_condition("CG0002"),
+    "gnuhealth/info-allergy": lambda: _ehr_condition("CG0003", allergy=True),
+    "gnuhealth/info-age": lambda: _ehr_age("CG0004"),
+    "gnuhealth/info-lookalike-puid": lambda: _ehr_puid("PHANTOM", "ALICE", "1972-01-01"),
     "gnuhealth/info-lookalike-birth-date": lambda: _ehr_birth_date("CG0101"),
     "gnuhealth/info-license-id": lambda: _ehr()["users"][0]["professional"]["license"],
 }

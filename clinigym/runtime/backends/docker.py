@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 
 from clinigym.core.errors import ProgramError
-from clinigym.runtime import npm
+from clinigym.runtime import npm, pyenv
 from clinigym.runtime.backends.base import Backend, ProgramDied
 from clinigym.runtime.display import DisplaySession, Frame, Geometry, server_answers
 from clinigym.runtime.images import ImageError, app_tag, engine
@@ -78,7 +78,9 @@ class DockerBackend(Backend):
                    str(self.app.folder): {"bind": str(self.app.folder), "mode": "ro"},
                    str(SUPERVISOR.parent): {"bind": str(SUPERVISOR.parent), "mode": "ro"},
                    str(X11_DIR): {"bind": str(X11_DIR), "mode": "rw"}}
-        for folder in {Path(p) for p in npm.variables(self.app).values()}:   # fetched now if missing
+        # The program's npm packages and virtualenv, made on this machine (now, if missing), at the
+        # same paths: a virtualenv runs on the image's python3, of the same Debian release.
+        for folder in {Path(p) for p in {**npm.variables(self.app), **pyenv.variables(self.app)}.values()}:
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
         self.container = self.client.containers.run(
             self.image, name=self.container_name, detach=True, init=True,
