@@ -53,15 +53,19 @@ def _ehr_condition(ref: str, allergy: bool = False) -> str:
     return code
 
 
+def _ehr_born(ref: str) -> datetime.date:
+    dob, = (p["dob"] for p in _ehr()["patients"] if p["ref"] == ref)
+    return dob
+
+
 def _ehr_birth_date(ref: str) -> str:
     """A patient's birth date as the GNU Health client shows it (month/day/year)."""
-    dob, = (p["dob"] for p in _ehr()["patients"] if p["ref"] == ref)
-    return dob.strftime("%m/%d/%Y")
+    return _ehr_born(ref).strftime("%m/%d/%Y")
 
 
 def _ehr_age(ref: str) -> int:
     """A patient's age in whole years on the day GNU Health's clock stands at."""
-    dob, = (p["dob"] for p in _ehr()["patients"] if p["ref"] == ref)
+    dob = _ehr_born(ref)
     today = datetime.date.fromisoformat(load_app("gnuhealth").prepare[0].run[-1][:10])
     return today.year - dob.year - ((today.month, today.day) < (dob.month, dob.day))
 
