@@ -131,11 +131,16 @@ class Settle(Spec):
         "seconds without change that mean settled while the program (its processes and display, "
         "or its container) uses less than idle_cpu cores; measured per program by `clinigym bench`"))
     idle_cpu: float = Field(0.05, gt=0, description="cores below which the program counts as idle")
+    first_idle_quiet: float | None = Field(None, gt=0, description=(
+        "idle_quiet for the first screen of a reset: the pointer rests in a corner then, so a "
+        "window that only outlasts a hover effect (a tooltip's delay) may be left out"))
 
     @model_validator(mode="after")
     def _idle_shorter(self):
         if self.idle_quiet is not None and self.idle_quiet >= self.quiet:
             raise ValueError(f"idle_quiet ({self.idle_quiet:g}) must be shorter than quiet ({self.quiet:g})")
+        if self.first_idle_quiet is not None and (self.idle_quiet is None or self.first_idle_quiet > self.idle_quiet):
+            raise ValueError("first_idle_quiet needs an idle_quiet at least as long")
         return self
 
 
@@ -157,6 +162,9 @@ class AppSpec(Spec):
     restore: list[list[str]] = Field([], description=(
         "commands run at every reset after the pristine state folder is back and before the processes "
         "start: state kept outside that folder (a database copied from its template) is restored here"))
+    restore_before: str | None = Field(None, description=(
+        "the process the restore commands must end before: they run while the processes before it "
+        "start, which read none of what they restore (default: before the first process)"))
     processes: list[Process]
     close: list[list[str]] = Field([], description=(
         "commands run when the program's instance closes, after its processes stop: what `restore` "
@@ -191,6 +199,8 @@ class AppSpec(Spec):
         for i, step in enumerate(self.prepare):
             if step.start and step.start not in names:
                 raise ValueError(f"prepare[{i}].start names no process: {step.start!r}")
+        if self.restore_before is not None and self.restore_before not in names:
+            raise ValueError(f"restore_before names no process: {self.restore_before!r}")
         if self.ports and self.port_block is None:
             raise ValueError("a program with ports needs a port_block (unique among all programs)")
         if self.database is not None:

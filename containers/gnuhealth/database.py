@@ -3,7 +3,7 @@ ${VENV}/bin/python, which has trytond and proteus).
 
     database.py role              the role `clinigym`, made if missing (`make services`)
     database.py template CLOCK    the pristine database, built once per machine and kept
-    database.py copy CLOCK NAME   NAME made afresh from it (every reset: about 0.5 s)
+    database.py copy CLOCK NAME   NAME made afresh from it (every reset)
     database.py drop NAME         NAME removed (the instance closes)
 
 CLOCK is the moment the program's clock stands at (clock/sitecustomize.py): the build runs
@@ -17,6 +17,10 @@ about 90 s on 2 cores; parallel workers, on this machine or in containers beside
 PostgreSQL's own advisory lock and build it once. It allows no connection (`datallowconn
 false`), so nothing changes it after the build.
 
+A copy writes the whole database (55 MB): 1.5-2 s on this machine's disk, half of a reset.
+So `copy` makes the next copy in the background, while the episode runs, and the next reset
+only renames it (`spare`). A lock per spare makes a reset wait for a spare still being made.
+
 PostgreSQL is reached on 127.0.0.1:5432 as the role `clinigym`, also from a container (which
 shares the machine's network namespace). Only `role` needs the `postgres` superuser (over
 its Unix socket, on the machine itself); `make deps` starts Debian's cluster and runs it.
@@ -29,6 +33,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -39,6 +44,82 @@ ROLE, PASSWORD, HOST, PORT = "clinigym", "clinigym", "127.0.0.1", "5432"
 MODULES = ["health", "health_icd10", "health_who_essential_medicines", "health_imaging", "health_lab"]
 ADMIN_PASSWORD = "clinigym-admin-1"
 LOCK = 0x636c6967   # the advisory lock's key: one template build per PostgreSQL server
+
+
+def spare_name(clock: str, name: str) -> str:
+    """The next copy for NAME, named after its template so that a stale one is never taken."""
+    return f"{name}_next_{template_name(clock).rsplit('_', 1)[1]}"
+
+
+def spare_lock(spare: str) -> int:
+    return int.from_bytes(hashlib.sha256(spare.encode()).digest()[:4], "big")
+
+
+def holding(lock: int):
+    """A connection that holds PostgreSQL's advisory lock `lock` until it is closed (waits for it)."""
+    import psycopg2
+    db = psycopg2.connect(host=HOST, port=PORT, user=ROLE, password=PASSWORD, dbname="postgres")
+    db.autocommit = True
+    db.cursor().execute("SELECT pg_advisory_lock(%s)", (lock,))
+    return closing(db)
+
+
+def copy(clock: str, name: str) -> None:
+    spare = spare_name(clock, name)
+    with holding(spare_lock(spare)) as db:
+        if exists(name):   # dropped in the background: a drop takes 0.3 s
+            move_away(db.cursor(), name, f"{name}_old_{os.getpid()}")
+        if exists(spare):
+            psql(f'ALTER DATABASE "{spare}" RENAME TO "{name}"')
+        else:
+            psql(f'CREATE DATABASE "{name}" TEMPLATE "{template_name(clock)}"')
+    # Detached, and with no pipe of ours: the reset goes on at once.
+    subprocess.Popen([sys.executable, __file__, "spare", clock, name], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def move_away(cursor, name: str, new_name: str, timeout: float = 10.0) -> None:
+    """Rename a database that the last episode's server (killed) may still be connected to."""
+    import psycopg2.errors
+    deadline = time.monotonic() + timeout
+    while True:
+        # The server's connections; PostgreSQL stops its own (autovacuum) for the rename itself.
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                       "AND usename = current_user", (name,))
+        try:
+            cursor.execute(f'ALTER DATABASE "{name}" RENAME TO "{new_name}"')
+            return
+        except psycopg2.errors.ObjectInUse:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"gnuhealth database: {name} still in use after {timeout:g}s") from None
+            time.sleep(0.02)   # the terminated connections end within milliseconds
+
+
+def make_spare(clock: str, name: str) -> None:
+    spare = spare_name(clock, name)
+    with holding(spare_lock(spare)):
+        drop_like(f"{name}_old_")
+        if not exists(spare):
+            psql(f'CREATE DATABASE "{spare}" TEMPLATE "{template_name(clock)}"')
+
+
+def drop(name: str) -> None:
+    psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    drop_like(f"{name}_old_")
+    # Spares of every template, each once no one makes it any more.
+    for spare in like(f"{name}_next_"):
+        with holding(spare_lock(spare)):
+            psql(f'DROP DATABASE IF EXISTS "{spare}"')
+
+
+def like(prefix: str) -> list[str]:
+    pattern = prefix.replace("_", "\\_") + "%"
+    return psql(f"SELECT datname FROM pg_database WHERE datname LIKE '{pattern}'").split()
+
+
+def drop_like(prefix: str) -> None:
+    for old in like(prefix):
+        psql(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
 
 
 def template_name(clock: str) -> str:
@@ -164,21 +245,18 @@ def main(argv: list[str]) -> None:
     if command == "role" and not args:
         ensure_role()
     elif command == "template" and len(args) == 1:
-        import psycopg2
         name = template_name(args[0])
-        # Held for the session's life: the other builders wait here, then find it built.
-        with closing(psycopg2.connect(host=HOST, port=PORT, user=ROLE, password=PASSWORD, dbname="postgres")) as db:
-            db.autocommit = True
-            db.cursor().execute("SELECT pg_advisory_lock(%s)", (LOCK,))
+        with holding(LOCK):   # the other builders wait here, then find it built
             if not exists(name):
                 build(name, args[0])
         print(name)
     elif command == "copy" and len(args) == 2:
         # The environment's own database: whatever the last episode left goes with it.
-        psql(f'DROP DATABASE IF EXISTS "{args[1]}" WITH (FORCE)')
-        psql(f'CREATE DATABASE "{args[1]}" TEMPLATE "{template_name(args[0])}"')
+        copy(*args)
+    elif command == "spare" and len(args) == 2:
+        make_spare(*args)
     elif command == "drop" and len(args) == 1:
-        psql(f'DROP DATABASE IF EXISTS "{args[0]}" WITH (FORCE)')
+        drop(args[0])
     elif command == "fixtures" and len(args) == 2:   # the build's own step (database, trytond.conf)
         write_fixtures(args[0], Path(args[1]), yaml.safe_load((HERE / "fixtures.yaml").read_text()))
     else:

@@ -14,6 +14,7 @@ from clinigym.envs.goal import GoalEnv
 from clinigym.envs.live import LiveEnv
 from clinigym.recording import read_episode
 from clinigym.runtime.backends import make_backend
+from clinigym.runtime.waiting import wait_for
 from clinigym.spec.apps import load_app
 from clinigym.spec.scenarios import select
 from conftest import judged, oracle
@@ -170,12 +171,20 @@ def databases() -> list[str]:
 
 
 def test_closing_the_program_drops_its_database():
-    """The instance's database is its state outside the work folder: `close:` drops it."""
+    """The instance's database is its state outside the work folder: a reset takes the copy
+    made in advance and makes the next one in the background; `close:` drops them all."""
     backend = make_backend(load_app("gnuhealth"))
     try:
         backend.reset([])
         name = backend.render("gnuhealth_${PORT_TRYTON}")
         assert name in databases()
+        spare, = wait_for(lambda: [d for d in databases() if d.startswith(f"{name}_next_")], 60, "the next copy")
+        backend.reset([])   # takes it; the last episode's database is dropped, the next copy made
+        wait_for(lambda: databases_of(name) == [name, spare], 60, f"{name} and {spare} alone")
     finally:
         backend.close()
-    assert name not in databases()
+    assert databases_of(name) == []
+
+
+def databases_of(name: str) -> list[str]:
+    return sorted(d for d in databases() if d == name or d.startswith(f"{name}_"))

@@ -34,6 +34,9 @@ def app_file(tmp_path: Path, extra: str) -> Path:
     ("backends: []\n", "backends", "at least 1 item"),
     ("backends: [cloud]\n", "backends[0]", "'local' or 'docker'"),
     ("start: [{type: secret}]\n", "start[0].until", "Field required"),
+    ("restore_before: server\n", "", "restore_before names no process: 'server'"),
+    ("settle: {quiet: 1.5, first_idle_quiet: 0.3}\n", "settle", "needs an idle_quiet at least as long"),
+    ("settle: {quiet: 1.5, idle_quiet: 0.3, first_idle_quiet: 0.5}\n", "settle", "needs an idle_quiet"),
 ])
 def test_malformed_program_fields_name_field_and_problem(tmp_path, extra, field, problem):
     with pytest.raises(SpecError) as err:
@@ -48,12 +51,15 @@ def test_program_fields_load(tmp_path):
         "close: [['${VENV}/bin/python', drop.py]]\n"
         "start: [{type: \"pw\\n\", until: {sql: {query: 'SELECT 1', equals: '1'}}}]\n"
         "database: postgresql://clinigym:clinigym@127.0.0.1:5432/lab\n"
-        "backends: [local]\n")))
+        "backends: [local]\n"
+        "restore_before: lab\n"
+        "settle: {quiet: 1.5, idle_quiet: 0.7, first_idle_quiet: 0.3}\n")))
     assert app.python.packages == ["gnuhealth==5.0.6", "time-machine==2.16.0"] and app.python.system_site_packages
     assert app.restore == [["${VENV}/bin/python", "restore.py"]]
     assert app.close == [["${VENV}/bin/python", "drop.py"]]
     assert app.start[0].type == "pw\n" and app.start[0].until[0].kind == "sql"
     assert app.backends == ["local"] and default_kind(app) == "local"
+    assert app.restore_before == "lab" and app.settle.first_idle_quiet == 0.3
     # A unix-socket URI (no host) is loopback too.
     assert _load(app_file(tmp_path, "database: postgresql:///lab?host=/run/postgresql\n")).database
 

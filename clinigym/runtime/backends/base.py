@@ -13,6 +13,7 @@ import glob
 import os
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
@@ -141,6 +142,23 @@ class Backend:
                     self.logs / f"{proc.name}.log")
         self._wait_ready(proc)
 
+    def _restore_and_launch(self, args: list[str]) -> None:
+        """The restore commands, and every process in order, each ready before the next; the
+        restore runs while the processes before `restore_before` start. `args` go to the main
+        (last) process."""
+        processes = self.app.processes
+        before = self.app.restore_before or processes[0].name
+        with ThreadPoolExecutor(1) as pool:   # leaving the block waits for the restore
+            restoring = pool.submit(self._restore)
+            for proc in processes:
+                if proc.name == before:
+                    restoring.result()
+                self._launch(proc, args if proc is processes[-1] else ())
+
+    def _restore(self) -> None:
+        for cmd in self.app.restore:
+            self._run_checked([self.render(a) for a in cmd], "restore")
+
     def _wait_ready(self, proc: Process) -> None:
         ready = proc.ready
         deadline = time.monotonic() + ready.timeout
@@ -186,12 +204,9 @@ class Backend:
         shutil.copytree(self.pristine, self.state, symlinks=True)
         # Park the pointer where it hovers nothing, so hover effects cannot differ between resets.
         display.move(self.geometry.width - 1, self.geometry.height - 1)
-        for cmd in self.app.restore:
-            self._run_checked([self.render(a) for a in cmd], "restore")
-        for proc in self.app.processes:
-            self._launch(proc, args if proc is self.app.processes[-1] else ())
+        self._restore_and_launch(args)
         self._start_input()
-        frame, _ = self.settle()
+        frame, _ = self.settle(idle_quiet=self.app.settle.first_idle_quiet)
         ready = self.app.processes[-1].ready
         if ready.painted:
             # Some programs show their window black for seconds while they load (and may unmap
@@ -205,9 +220,10 @@ class Backend:
                 frame, _ = self.settle(since=frame)
         return frame
 
-    def settle(self, since: Frame | None = None) -> tuple[Frame, bool]:
+    def settle(self, since: Frame | None = None, idle_quiet: float | None = None) -> tuple[Frame, bool]:
         s = self.app.settle
-        busy = BusyMeter(self.cpu_seconds, s.idle_quiet, s.idle_cpu) if s.idle_quiet else None
+        idle_quiet = idle_quiet or s.idle_quiet
+        busy = BusyMeter(self.cpu_seconds, idle_quiet, s.idle_cpu) if idle_quiet else None
         return self.display.wait_settled(s.quiet, s.timeout, s.min_changed, since=since, busy=busy)
 
     def stop(self) -> None:
