@@ -230,6 +230,13 @@ def write_fixtures(database: str, conf: Path, data: dict) -> None:
         # A person marked as a patient gets its patient record from GNU Health itself.
         Party(name=p["name"], lastname=p["lastname"], gender=p["gender"], ref=p["ref"],
               dob=datetime.date.fromisoformat(str(p["dob"])), is_person=True, is_patient=True).save()
+    # Imaging studies that can be ordered (the module brings their types and charge products only).
+    Study, StudyType, Product = (Model.get("gnuhealth.imaging.test"), Model.get("gnuhealth.imaging.test.type"),
+                                 Model.get("product.product"))
+    for t in data["imaging_tests"]:
+        kind, = StudyType.find([("code", "=", t["type"])])
+        product, = Product.find([("template.name", "=", t["product"])])
+        Study(code=t["code"], name=t["name"], test_type=kind, product=product).save()
     # Clinical records are written as the doctor, as GNU Health takes their author from the user.
     config.set_trytond(database=database, config_file=str(conf), user=data["users"][0]["login"])
     Patient = Model.get("gnuhealth.patient")
