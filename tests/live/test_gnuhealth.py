@@ -52,6 +52,9 @@ def test_the_record_is_the_fixtures(backends):
     # The doctor's session, which the start's typed password opened; and nothing written yet.
     assert backend.sql("SELECT u.login FROM ir_session s JOIN res_user u ON u.id = s.create_uid") == [["doctor"]]
     assert backend.sql("SELECT count(*) FROM gnuhealth_patient WHERE crit_allergic OR crit_hbp") == [["0"]]
+    studies = backend.sql("SELECT s.code, s.name, y.code FROM gnuhealth_imaging_test s "
+                          "JOIN gnuhealth_imaging_test_type y ON y.id = s.test_type ORDER BY s.code")
+    assert studies == sorted([t["code"], t["name"], t["type"]] for t in fixtures()["imaging_tests"])
 
 
 def open_patient(ref: str) -> list[Action]:
