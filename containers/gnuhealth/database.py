@@ -4,7 +4,7 @@ ${VENV}/bin/python, which has trytond and proteus).
     database.py role              the role `clinigym`, made if missing (`make services`)
     database.py template CLOCK    the pristine database, built once per machine and kept
     database.py copy CLOCK NAME   NAME made afresh from it (every reset)
-    database.py drop NAME         NAME removed (the instance closes)
+    database.py drop CLOCK NAME   NAME and its spare removed (the instance closes)
 
 CLOCK is the moment the program's clock stands at (clock/sitecustomize.py): the build runs
 at it too, so that dates the build writes (a condition's diagnosis date) are the same on
@@ -99,17 +99,17 @@ def make_spare(clock: str, name: str) -> None:
     spare = spare_name(clock, name)
     with holding(spare_lock(spare)):
         drop_like(f"{name}_old_")
-        if not exists(spare):
+        # No spare for an instance that has closed (`drop` removes NAME before it waits here).
+        if exists(name) and not exists(spare):
             psql(f'CREATE DATABASE "{spare}" TEMPLATE "{template_name(clock)}"')
 
 
-def drop(name: str) -> None:
+def drop(clock: str, name: str) -> None:
     psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     drop_like(f"{name}_old_")
-    # Spares of every template, each once no one makes it any more.
-    for spare in like(f"{name}_next_"):
-        with holding(spare_lock(spare)):
-            psql(f'DROP DATABASE IF EXISTS "{spare}"')
+    # The spare once no one makes it any more, and those of earlier templates.
+    with holding(spare_lock(spare_name(clock, name))):
+        drop_like(f"{name}_next_")
 
 
 def like(prefix: str) -> list[str]:
@@ -262,8 +262,8 @@ def main(argv: list[str]) -> None:
         copy(*args)
     elif command == "spare" and len(args) == 2:
         make_spare(*args)
-    elif command == "drop" and len(args) == 1:
-        drop(args[0])
+    elif command == "drop" and len(args) == 2:
+        drop(*args)
     elif command == "fixtures" and len(args) == 2:   # the build's own step (database, trytond.conf)
         write_fixtures(args[0], Path(args[1]), yaml.safe_load((HERE / "fixtures.yaml").read_text()))
     else:
