@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clinigym.core.errors import ClinigymError
-from clinigym.run.footprint import comm, stat, tree
+from clinigym.runtime.procfs import comm, stat, tree
 
 DISPLAY_PROGRAMS = {"Xvfb", "openbox"}     # a display's own processes: not the program's
 
@@ -44,7 +44,7 @@ def _cmdline(pid: int) -> str:
 def workers(run: int) -> list[int]:
     """The run's worker processes: its children started by multiprocessing (not its
     resource tracker), or the run itself when it has none."""
-    children = [p for p in tree(run) if (st := stat(p)) and int(st[1]) == run]
+    children = [p for p in tree(run) if (st := stat(p)) and st.ppid == run]
     spawned = [p for p in children if "spawn_main" in _cmdline(p)]
     return spawned or [run]
 
@@ -55,9 +55,9 @@ def _parts(root: int, skip_groups: set[int]) -> tuple[int | None, list[int]]:
     xvfb, groups, display_groups = None, set(), set()
     for pid in tree(root):
         st = stat(pid)
-        if st is None or st[0] == "Z":
+        if st is None or st.state == "Z":
             continue
-        name, pgid = comm(pid), int(st[2])
+        name, pgid = comm(pid), st.pgid
         if name in DISPLAY_PROGRAMS:
             display_groups.add(pgid)
             xvfb = pid if name == "Xvfb" else xvfb
@@ -71,7 +71,7 @@ def in_container(worker: int, container) -> Target:
     init = int(container.attrs["State"]["Pid"])
     # The container's init and the supervisor under it; what the supervisor runs to
     # completion stays in its group, each process it spawns has a session of its own.
-    own = {int(st[2]) for p in tree(init) if (st := stat(p)) and (p == init or int(st[1]) == init)}
+    own = {st.pgid for p in tree(init) if (st := stat(p)) and (p == init or st.ppid == init)}
     xvfb, groups = _parts(init, own)
     return Target(worker, "docker", xvfb, groups, container)
 
@@ -85,7 +85,7 @@ def find_target(worker: int, engine=None) -> Target | None:
     own = stat(worker)
     if own is None:
         return None
-    xvfb, groups = _parts(worker, {int(own[2])})
+    xvfb, groups = _parts(worker, {own.pgid})
     if xvfb is None and not groups:
         return None
     return Target(worker, "local", xvfb, groups)

@@ -7,37 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from clinigym.runtime.procfs import comm, stat, tree
 from clinigym.runtime.slots import OWNER_ENV, ROOT
 from clinigym.runtime.waiting import poll
-
-
-def stat(pid: int) -> list[str] | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-
-
-def comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
-def tree(root: int) -> dict[int, str]:
-    """Every process descending from `root` (itself included): pid -> start time."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (st := stat(int(entry))):
-            parents[int(entry)] = (int(st[1]), st[19])
-    found, frontier = {}, [root]
-    while frontier:
-        pid = frontier.pop()
-        if pid in parents and pid not in found:
-            found[pid] = parents[pid][1]
-            frontier += [p for p, (ppid, _) in parents.items() if ppid == pid]
-    return found
 
 
 class Footprint:
@@ -88,7 +60,7 @@ class Footprint:
 
     def names(self) -> set[str]:
         """The names of its processes that run."""
-        return {comm(pid) for pid, start in self.procs.items() if (st := stat(pid)) and st[19] == start} - {""}
+        return {comm(pid) for pid, start in self.procs.items() if (st := stat(pid)) and st.start == start} - {""}
 
     def gone_within(self, seconds: float) -> list[str]:
         """What is still there once it is all gone, or `seconds` have passed (a process that
@@ -100,7 +72,7 @@ class Footprint:
         """What is still there: living processes (a zombie has ended), locks, folders,
         containers."""
         left = [f"process {pid} ({comm(pid)})" for pid, start in self.procs.items()
-                if (st := stat(pid)) and st[19] == start and st[0] != "Z"]
+                if (st := stat(pid)) and st.start == start and st.state != "Z"]
         left += [f"container {c.name}" for c in self._owned_containers()]
         for lock in self.locks:
             try:
@@ -116,6 +88,6 @@ class Footprint:
             except OSError:
                 continue
             if any(e.startswith(f"{OWNER_ENV}=".encode()) and int(e.split(b"=", 1)[1]) in self.procs
-                   for e in env) and (st := stat(int(pid))) and st[0] != "Z":
+                   for e in env) and (st := stat(int(pid))) and st.state != "Z":
                 left.append(f"process {pid} ({comm(int(pid))}, marked)")
         return left

@@ -18,9 +18,10 @@ from footprint import BOUND, start, statuses, wait_mid_episode
 
 from clinigym.recording import episode_folders, read_episode
 from clinigym.run.cleanup import sweep
-from clinigym.run.footprint import Footprint, comm, tree
+from clinigym.run.footprint import Footprint
 from clinigym.run.runner import run
 from clinigym.runtime.backends import make_backend
+from clinigym.runtime.procfs import comm, tree
 from clinigym.runtime.waiting import wait_for
 from clinigym.spec.apps import load_app
 from clinigym.spec.scenarios import load_scenario

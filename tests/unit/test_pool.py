@@ -29,7 +29,7 @@ from clinigym.run.plan import (
 )
 from clinigym.run.resume import EpisodeError, Survey, pending, prepare_resume, read_errors, survey
 from clinigym.run.stopping import RunStopped, stop_on
-from clinigym.runtime import slots
+from clinigym.runtime import procfs, slots
 from clinigym.runtime.backends import local
 from clinigym.runtime.waiting import wait_for
 
@@ -240,7 +240,7 @@ def test_processes_a_gone_owner_marked_are_ended_with_their_sessions(tmp_path, m
         removed = local.kill_owned({dead})
         assert sorted(removed) == sorted(f"process {p} (sleep)" for p in group)
         # ended (an orphan may stay a zombie until PID 1 reaps it); the other owner's process runs
-        assert [p for p in group if (st := local._stat(p)) and st.state != "Z"] == [] and other.poll() is None
+        assert [p for p in group if (st := procfs.stat(p)) and st.state != "Z"] == [] and other.poll() is None
         assert local.kill_owned({dead}) == []
     finally:
         for p in (leader, other):

@@ -14,11 +14,11 @@ import subprocess
 import time
 from functools import partial
 from pathlib import Path
-from typing import NamedTuple
 
 from clinigym.core.errors import SpecError
 from clinigym.runtime.backends.base import Backend, ProgramDied, base_environment
 from clinigym.runtime.display import DisplaySession, Geometry
+from clinigym.runtime.procfs import comm, pids, stat
 from clinigym.runtime.slots import DISPLAY_FOLDERS, OWNER_ENV, ROOT, pid_alive
 from clinigym.runtime.waiting import poll
 from clinigym.spec.apps import AppSpec
@@ -63,8 +63,8 @@ class LocalBackend(Backend):
 
     def _stopped(self) -> list[str]:
         groups = {p.pid: name for name, p in self.procs.items() if p.poll() is None}
-        return sorted({groups[st.pgid] for pid in _pids()
-                       if (st := _stat(pid)) and st.pgid in groups and st.state == "T"})
+        return sorted({groups[st.pgid] for pid in pids()
+                       if (st := stat(pid)) and st.pgid in groups and st.state == "T"})
 
     def _kill(self, name: str | None, forget: bool) -> None:
         for proc_name, proc in list(self.procs.items()):
@@ -156,28 +156,9 @@ def host_release() -> str:
 
 
 # -- processes of this machine: reaping, and what killed runs left ---------------------------
-class _Stat(NamedTuple):
-    state: str
-    ppid: int
-    pgid: int
-    sid: int
-
-
-def _stat(pid: int) -> _Stat | None:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):   # ended meanwhile
-        return None
-    return _Stat(fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
-
-
-def _pids() -> list[int]:
-    return [int(e) for e in os.listdir("/proc") if e.isdigit()]
-
-
 def _ended(pgid: int) -> bool:
     """Whether no process of the group runs (a zombie does not)."""
-    return not any((st := _stat(pid)) and st.pgid == pgid and st.state != "Z" for pid in _pids())
+    return not any((st := stat(pid)) and st.pgid == pgid and st.state != "Z" for pid in pids())
 
 
 def _prctl(option: int, value: int) -> None:
@@ -197,8 +178,8 @@ def reap_adopted() -> None:
     (each reaped by its Popen, which needs their exit status) and are left alone, as is
     anything in this process's own session."""
     me, own_session = os.getpid(), os.getsid(0)
-    for pid in _pids():
-        st = _stat(pid)
+    for pid in pids():
+        st = stat(pid)
         if st and st.ppid == me and st.state == "Z" and pid != st.sid and st.sid != own_session:
             try:
                 os.waitpid(pid, os.WNOHANG)
@@ -225,7 +206,7 @@ def _ancestors() -> set[int]:
     found, pid = set(), os.getpid()
     while pid > 1 and pid not in found:
         found.add(pid)
-        st = _stat(pid)
+        st = stat(pid)
         pid = st.ppid if st else 0
     return found
 
@@ -253,7 +234,7 @@ def kill_owned(owners: set[int] | None = None, grace: float = 3.0) -> list[str]:
     what was removed."""
     spared = _ancestors()
     marked = set()
-    for pid in _pids():
+    for pid in pids():
         owner = _owner_of(pid)
         if owner is None or owner == pid or pid in spared:
             continue
@@ -261,17 +242,17 @@ def kill_owned(owners: set[int] | None = None, grace: float = 3.0) -> list[str]:
             marked.add(pid)
     # With the sessions and groups the marked processes lead: Chromium's children write
     # over their environment (their process titles), so they carry no mark of their own.
-    found = {pid: _comm(pid) for pid in _pids() if pid not in spared and (
-        pid in marked or ((st := _stat(pid)) is not None and (st.sid in marked or st.pgid in marked)))}
+    found = {pid: (comm(pid) or "?") for pid in pids() if pid not in spared and (
+        pid in marked or ((st := stat(pid)) is not None and (st.sid in marked or st.pgid in marked)))}
     folders = _display_folders(list(found))
 
-    def gone(pids: list[int]) -> bool:
-        for pid in pids:
+    def gone(group: list[int]) -> bool:
+        for pid in group:
             try:
                 os.waitpid(pid, os.WNOHANG)   # ours (adopted) or not: either way it must end
             except ChildProcessError:
                 pass
-        return all((st := _stat(pid)) is None or st.state == "Z" for pid in pids)
+        return all((st := stat(pid)) is None or st.state == "Z" for pid in group)
 
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
         left = [pid for pid in found if not gone([pid])]
@@ -298,11 +279,4 @@ def _unheld_display_folders(age: float = 30.0) -> set[Path]:
                 old.add(folder)
         except OSError:   # removed meanwhile
             continue
-    return old - _display_folders(_pids()) if old else set()
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return "?"
+    return old - _display_folders(pids()) if old else set()
