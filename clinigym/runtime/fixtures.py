@@ -70,6 +70,11 @@ def _uid(*parts: str) -> str:
     return generate_uid(entropy_srcs=["clinigym", *parts])
 
 
+def study_uid(spec: StudySpec) -> str:
+    """The study's StudyInstanceUID: the same on every machine."""
+    return _uid(spec.key, "study")
+
+
 def _grid(rows: int, columns: int) -> tuple[np.ndarray, np.ndarray]:
     """Normalised coordinates in [-1, 1]: (y down, x right)."""
     return np.mgrid[-1:1:complex(0, rows), -1:1:complex(0, columns)]
@@ -323,7 +328,7 @@ def _dataset(spec: StudySpec, index: int) -> FileDataset:
     ds.SpecificCharacterSet = "ISO_IR 100"
     ds.SOPClassUID = kind.sop_class
     ds.SOPInstanceUID = sop_uid
-    ds.StudyInstanceUID = _uid(spec.key, "study")
+    ds.StudyInstanceUID = study_uid(spec)
     ds.SeriesInstanceUID = _uid(spec.key, "series")
     ds.AcquisitionNumber = 1
     ds.PatientName = spec.patient_name

@@ -64,7 +64,12 @@ def _owner_alive(folder: Path) -> bool:
 
 
 def _bindable(port: int) -> bool:
+    """Whether a server can listen on the port. As servers do (Orthanc, trytond, Chromium), with
+    SO_REUSEADDR: without it, the connections the last instance's server closed (TIME_WAIT, 60 s)
+    would make the slot look taken, and the next run would take another instance (other ports
+    on its screens)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

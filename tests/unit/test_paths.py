@@ -57,7 +57,8 @@ def test_a_folder_on_clinigym_path_adds_programs_and_scenarios(tmp_path, monkeyp
     assert {n: p for n, p in after.items() if n in before} == before
     assert after["labviewer"] == {"http": 20000 + 11 * 640}
     assert before == {"ohif": {"orthanc": 22560, "dicom": 22561, "web": 22562, "cdp": 22563},
-                      "orthanc": {"http": 23200, "dicom": 23201, "cdp": 23202}, "gnuhealth": {"tryton": 23840}}
+                      "orthanc": {"http": 23200, "dicom": 23201, "cdp": 23202},
+                      "gnuhealth": {"tryton": 23840, "orthanc": 23841}}
 
 
 def test_registration_and_the_cli_see_the_folder(tmp_path, monkeypatch):

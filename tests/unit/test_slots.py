@@ -45,3 +45,22 @@ def test_live_owner_and_taken_port_skip_the_slot(root):
             sock.bind(("127.0.0.1", slots.PORT_BASE + 10))   # slot 1's first port
             assert slots.claim("viewer", 0, ["http"]).number == 2
         proc.kill()
+
+
+def test_a_port_in_time_wait_is_free_a_listening_one_is_not(root):
+    """The last instance's server closed its connections (TIME_WAIT on its port, 60 s): its
+    slot is free again at once, as the server can listen there; a listening port is taken."""
+    port = slots.slot_ports(0, 0, ["http"])["http"]
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            conn, _ = server.accept()
+            conn.close()                      # the server closes first: TIME_WAIT on its side
+            client.recv(1)
+            assert slots.claim("viewer", 0, ["http"]).number == 1   # still listening: taken
+    # The listener is gone; the closed connection stays in TIME_WAIT.
+    states = subprocess.run(["ss", "-tanH", f"sport = :{port}"], capture_output=True, text=True).stdout
+    assert "TIME-WAIT" in states
+    assert slots.claim("viewer", 0, ["http"]).number == 0
