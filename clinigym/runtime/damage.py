@@ -26,6 +26,10 @@ from clinigym.runtime.busy import SAMPLE_EVERY, BusyMeter
 GrabArea = Callable[[int, int, int, int], np.ndarray]
 
 
+class ServerClosed(ProgramDied):
+    """The X server closed the watch's connection: it has died (or is dying)."""
+
+
 class DamageUnavailable(ProgramError):
     """The X server has no DAMAGE extension (the polling rule is used instead)."""
 
@@ -93,7 +97,7 @@ class DamageWatch:
                 select.select([self._x.fileno()], [], [], timeout)
                 area = self._drain(None)
         except ConnectionClosedError as exc:
-            raise ProgramDied(f"the X server closed the connection: {exc}") from exc
+            raise ServerClosed(f"the X server closed the connection: {exc}") from exc
         return area
 
     def close(self) -> None:

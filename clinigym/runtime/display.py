@@ -27,7 +27,7 @@ from Xlib.ext import xtest
 from clinigym.core.errors import InvalidAction, ProgramDied, ProgramError
 from clinigym.core.screen import Frame, changed_pixels
 from clinigym.runtime.busy import BusyMeter
-from clinigym.runtime.damage import DamageUnavailable, DamageWatch, ScreenTracker, settle_on_damage
+from clinigym.runtime.damage import DamageUnavailable, DamageWatch, ScreenTracker, ServerClosed, settle_on_damage
 from clinigym.runtime.waiting import wait_for
 
 __all__ = ["DisplaySession", "Frame", "Geometry", "InputError", "changed_pixels"]
@@ -72,12 +72,14 @@ def _on_the_server(method):
     def call(self: DisplaySession, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
+        except ServerClosed as exc:   # only a server's death closes its clients' connections
+            raise ProgramDied(f"the X display is gone ({self.name}: {exc})") from exc
         except ProgramError:
             raise
         except Exception as exc:
             if self.answers():
                 raise
-            raise ProgramDied(f"the X display {self.name} is gone ({type(exc).__name__}: {exc})") from exc
+            raise ProgramDied(f"the X display is gone ({self.name}: {type(exc).__name__}: {exc})") from exc
     return call
 
 
@@ -111,7 +113,7 @@ class DisplaySession:
             self.close()
             if isinstance(exc, ProgramError) or self.number is None or self.answers():
                 raise
-            raise ProgramDied(f"the X display {self.name} is gone ({type(exc).__name__}: {exc})") from exc
+            raise ProgramDied(f"the X display is gone ({self.name}: {type(exc).__name__}: {exc})") from exc
 
     def _start(self, window_manager: str | None, rule: str) -> str:
         """Start (or attach to) the server and the window manager; the settle rule it allows."""

@@ -48,7 +48,7 @@ class LocalBackend(Backend):
         return self.display
 
     def _display_gone(self) -> str | None:
-        return None if self.display is not None and self.display.alive() else "the X display is gone"
+        return None if self.display is not None and self.display.alive() else "the X display is gone (Xvfb exited)"
 
     def _base_env(self) -> dict[str, str]:
         return base_environment()
