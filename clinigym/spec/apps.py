@@ -59,6 +59,9 @@ class Process(Spec):
     env: dict[str, str] = {}
     cwd: str = "${STATE}"
     ready: Ready = Ready()
+    concurrent: bool = Field(False, description=(
+        "the next process starts without waiting for this one to be ready, which is waited for once "
+        "every process has started (a server that no later process talks to while starting)"))
 
     @model_validator(mode="after")
     def _one_launcher(self):

@@ -13,13 +13,14 @@ at it too, so that dates the build writes (a condition's diagnosis date) are the
 every machine and every day.
 
 The pristine database is a PostgreSQL template named after a hash of what builds it
-(this file, fixtures.yaml, the modules, trytond's version): trytond-admin creates the
+(this file, fixtures.yaml, passlib.ini, the modules, trytond's version): trytond-admin creates the
 schema and activates the health modules, then proteus writes fixtures.yaml. Building takes
 about 90 s on 2 cores; parallel workers, on this machine or in containers beside it, wait on
 PostgreSQL's own advisory lock and build it once. It allows no connection (`datallowconn
 false`), so nothing changes it after the build.
 
-A copy writes the whole database (55 MB): 1.5-2 s on this machine's disk, half of a reset.
+A copy writes the whole database (55 MB, and as much again in the WAL): 0.25-2 s on this
+machine's disk, as its other writes allow; up to half of a reset.
 So `copy` makes the next copy in the background, while the episode runs, and the next reset
 only renames it (`spare`). A lock per spare makes a reset wait for a spare still being made.
 
@@ -131,6 +132,7 @@ def template_name(clock: str) -> str:
     import trytond
     key = hashlib.sha256()
     for part in (Path(__file__).read_bytes(), (HERE / "fixtures.yaml").read_bytes(),
+                 (HERE / "passlib.ini").read_bytes(),
                  (HERE / "clock" / "sitecustomize.py").read_bytes(), " ".join(MODULES).encode(),
                  trytond.__version__.encode(), clock.encode()):
         key.update(part)
@@ -165,7 +167,8 @@ def exists(name: str) -> bool:
 
 def trytond_config(folder: Path) -> Path:
     conf = folder / "trytond.conf"
-    conf.write_text(f"[database]\nuri = postgresql://{ROLE}:{PASSWORD}@{HOST}:{PORT}/\npath = {folder}/attach\n")
+    conf.write_text(f"[database]\nuri = postgresql://{ROLE}:{PASSWORD}@{HOST}:{PORT}/\npath = {folder}/attach\n"
+                    f"[password]\npasslib = {HERE / 'passlib.ini'}\n")
     return conf
 
 

@@ -60,6 +60,12 @@ def test_program_fields_load(tmp_path):
     assert app.start[0].type == "pw\n" and app.start[0].until[0].kind == "sql"
     assert app.backends == ["local"] and default_kind(app) == "local"
     assert app.restore_before == "lab" and app.settle.first_idle_quiet == 0.3
+    assert app.processes[0].concurrent is False
+    path = app_file(tmp_path, "")
+    pacs = "  - {name: pacs, command: [Orthanc], concurrent: true}\n"
+    path.write_text(BASE.replace("processes:\n", "processes:\n" + pacs))
+    server = _load(path)
+    assert [p.concurrent for p in server.processes] == [True, False]
     # A unix-socket URI (no host) is loopback too.
     assert _load(app_file(tmp_path, "database: postgresql:///lab?host=/run/postgresql\n")).database
 

@@ -137,15 +137,16 @@ class Backend:
             args += matches or [arg]
         return args
 
-    def _launch(self, proc: Process, extra: list[str] = ()) -> None:
+    def _launch(self, proc: Process, extra: list[str] = (), wait: bool = True) -> None:
         self._spawn(proc.name, self._command(proc, list(extra)), self.render(proc.cwd), self._env(proc.env),
                     self.logs / f"{proc.name}.log")
-        self._wait_ready(proc)
+        if wait:
+            self._wait_ready(proc)
 
     def _restore_and_launch(self, args: list[str]) -> None:
-        """The restore commands, and every process in order, each ready before the next; the
-        restore runs while the processes before `restore_before` start. `args` go to the main
-        (last) process."""
+        """The restore commands, and every process in order, each ready before the next (a
+        `concurrent` one once all have started); the restore runs while the processes before
+        `restore_before` start. `args` go to the main (last) process."""
         processes = self.app.processes
         before = self.app.restore_before or processes[0].name
         with ThreadPoolExecutor(1) as pool:   # leaving the block waits for the restore
@@ -153,7 +154,10 @@ class Backend:
             for proc in processes:
                 if proc.name == before:
                     restoring.result()
-                self._launch(proc, args if proc is processes[-1] else ())
+                self._launch(proc, args if proc is processes[-1] else (), wait=not proc.concurrent)
+        for proc in processes:
+            if proc.concurrent:
+                self._wait_ready(proc)
 
     def _restore(self) -> None:
         for cmd in self.app.restore:
