@@ -73,13 +73,13 @@ def _on_the_server(method):
         try:
             return method(self, *args, **kwargs)
         except ServerClosed as exc:   # only a server's death closes its clients' connections
-            raise ProgramDied(f"the X display is gone ({self.name}: {exc})") from exc
+            raise self.gone(str(exc)) from exc
         except ProgramError:
             raise
         except Exception as exc:
             if self.answers():
                 raise
-            raise ProgramDied(f"the X display is gone ({self.name}: {type(exc).__name__}: {exc})") from exc
+            raise self.gone(f"{type(exc).__name__}: {exc}") from exc
     return call
 
 
@@ -113,7 +113,7 @@ class DisplaySession:
             self.close()
             if isinstance(exc, ProgramError) or self.number is None or self.answers():
                 raise
-            raise ProgramDied(f"the X display is gone ({self.name}: {type(exc).__name__}: {exc})") from exc
+            raise self.gone(f"{type(exc).__name__}: {exc}") from exc
 
     def _start(self, window_manager: str | None, rule: str) -> str:
         """Start (or attach to) the server and the window manager; the settle rule it allows."""
@@ -176,6 +176,10 @@ class DisplaySession:
 
     def process_groups(self) -> set[int]:
         return {p.pid for p in self._procs if p.poll() is None}
+
+    def gone(self, detail: str) -> ProgramDied:
+        """The display's death, in the words every path uses."""
+        return ProgramDied(f"the X display is gone ({self.name}: {detail})")
 
     def alive(self) -> bool:
         return all(p.poll() is None for p in self._procs[:1])
