@@ -14,6 +14,7 @@ from clinigym.core.judge import failure_type
 from clinigym.envs import PUBLIC_INFO, ground_truth
 from clinigym.envs.live import LiveEnv
 from clinigym.recording import read_episode
+from clinigym.runtime.procfs import pids, stat
 from clinigym.spec.scenarios import all_scenarios
 from conftest import judged, oracle
 from subset import representative
@@ -140,6 +141,7 @@ def test_a_stopped_program_or_a_display_dying_mid_step_truncates_with_its_reason
     assert truncated and not terminated and reward == 0.0
     assert info["end_reason"] == "the program stopped: dicomscope stopped by a signal (SIGSTOP): it cannot run"
     obs, info = env.reset(seed=0)
+    dying = backend.procs["dicomscope"].pid
     xvfb = backend.display.process_groups()
     # While the step's screen settles (its quiet window is 0.5 s): not before the step looks.
     killer = threading.Timer(0.3, lambda: [os.killpg(g, signal.SIGKILL) for g in xvfb])
@@ -151,6 +153,8 @@ def test_a_stopped_program_or_a_display_dying_mid_step_truncates_with_its_reason
     recs = [read_episode(f) for f in sorted(tmp_path.iterdir())]
     assert [(r.status, len(r.steps)) for r in recs] == [("truncated", 1), ("truncated", 1)]
     obs, info = env.reset(seed=0)          # a new display, a fresh program
+    # Nothing is left of the program that died with its display, its helpers included.
+    assert not [pid for pid in pids() if (st := stat(pid)) and st.pgid == dying and st.state != "Z"]
     assert env.step(agent.act(obs, info))[1] == 1.0
     env.close()
 

@@ -70,13 +70,14 @@ class LocalBackend(Backend):
         for proc_name, proc in list(self.procs.items()):
             if name not in (None, proc_name):
                 continue
-            if proc.poll() is None:
+            # The whole group, also when its leader has exited already: a program that died with
+            # its display leaves helpers that need no display (DICOMscope's DICOM receiver).
+            if proc.poll() is None or not _ended(proc.pid):
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
             proc.wait()
-            # The group's other processes too: they end a moment after their leader, as orphans.
             poll(partial(_ended, proc.pid), timeout=5)
             if forget:
                 del self.procs[proc_name]

@@ -26,11 +26,12 @@ DISPLAY = {}  # "xvfb", "wm" -> Popen
 
 
 def _killpg(proc):
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    # The whole group, also when its leader has exited already: a program that died with its
+    # display leaves helpers that need no display (DICOMscope's DICOM receiver).
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:   # no process of the group is left
+        pass
     proc.wait()
 
 
