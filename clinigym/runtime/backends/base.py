@@ -15,6 +15,7 @@ import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import requests
 
@@ -31,6 +32,12 @@ from clinigym.spec.apps import AppSpec, Process, render
 from clinigym.spec.conditions import Target, holds
 
 __all__ = ["Backend", "ProgramDied", "base_environment"]
+
+
+class Health(NamedTuple):
+    display_gone: str | None             # why the display is gone, or None
+    exits: dict[str, int | None]         # every process: its exit status, None while it runs
+    stopped: list[str]                   # processes with a process stopped by a signal (state T)
 
 
 class Backend:
@@ -260,15 +267,14 @@ class Backend:
     def dead(self, quitting: frozenset[str] = frozenset()) -> str | None:
         """Why the program is not running, or None when it is. A process in `quitting` (the
         step asked the program to quit) may end with status 0."""
-        gone = self._display_gone()
-        if gone:
-            return gone
-        for name, code in self._exit_statuses().items():
+        health = self._health()
+        if health.display_gone:
+            return health.display_gone
+        for name, code in health.exits.items():
             if code is not None and not (code == 0 and name in quitting):
                 return f"{name} exited with status {code}"
-        stopped = self._stopped()
-        if stopped:   # it draws nothing and answers nothing until someone continues it
-            return f"{', '.join(stopped)} stopped by a signal (SIGSTOP): it cannot run"
+        if health.stopped:   # it draws nothing and answers nothing until someone continues it
+            return f"{', '.join(health.stopped)} stopped by a signal (SIGSTOP): it cannot run"
         return None
 
     def close(self) -> None:
@@ -334,9 +340,6 @@ class Backend:
         """The display, (re)started when it is gone."""
         raise NotImplementedError
 
-    def _display_gone(self) -> str | None:
-        raise NotImplementedError
-
     def _base_env(self) -> dict[str, str]:
         raise NotImplementedError
 
@@ -347,8 +350,9 @@ class Backend:
         """Every process of the program with its exit status (None while it runs), in one look."""
         raise NotImplementedError
 
-    def _stopped(self) -> list[str]:
-        """The program's processes of which a process is stopped by a signal (state T)."""
+    def _health(self) -> Health:
+        """The display, the processes' exit statuses and the stopped processes, in one look
+        (`dead()` runs twice per step)."""
         raise NotImplementedError
 
     def _kill(self, name: str | None, forget: bool) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from clinigym.core.errors import ProgramError
 from clinigym.runtime import npm, pyenv
-from clinigym.runtime.backends.base import Backend, ProgramDied
+from clinigym.runtime.backends.base import Backend, Health, ProgramDied
 from clinigym.runtime.display import DisplaySession, Frame, Geometry, server_answers
 from clinigym.runtime.images import ImageError, app_tag, engine
 from clinigym.runtime.slots import pid_alive
@@ -138,15 +138,19 @@ class DockerBackend(Backend):
             raise SupervisorError(f"supervisor of {self.container_name}: {op}: {reply['error']}")
         return reply
 
-    def _display_gone(self) -> str | None:
+    def _health(self) -> Health:
         if self.container is None:
-            return "no container"
+            return Health("no container", {}, [])
         try:
-            status = self._call("status", wait=5)
+            status = self._call("status", wait=5)   # one answer carries all three
         except SupervisorError as exc:
-            return f"the container does not answer ({exc})"
+            return Health(f"the container does not answer ({exc})", {}, [])
         dead = [k for k, code in status["display"].items() if code is not None]
-        return f"the X display is gone ({', '.join(dead)} exited)" if dead else None
+        return Health(f"the X display is gone ({', '.join(dead)} exited)" if dead else None,
+                      status["procs"], status["stopped"])
+
+    def _display_gone(self) -> str | None:
+        return self._health().display_gone
 
     # -- processes in the container ------------------------------------------------------
     def _base_env(self) -> dict[str, str]:
@@ -157,9 +161,6 @@ class DockerBackend(Backend):
 
     def _exit_statuses(self) -> dict[str, int | None]:
         return self._call("status")["procs"]
-
-    def _stopped(self) -> list[str]:
-        return self._call("status")["stopped"]
 
     def _kill(self, name: str | None, forget: bool) -> None:
         if self.container is not None:
@@ -208,14 +209,15 @@ class DockerBackend(Backend):
 def cgroup_cpu_file(pid: int) -> Path:
     """The file that counts the CPU time of a process's cgroup: cgroup v2's `cpu.stat`,
     or v1's `cpuacct.usage` where the CPU controllers are mounted as v1 (a hybrid host)."""
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    for line in lines:
         _, controllers, path = line.split(":", 2)
         if "cpuacct" in controllers.split(","):
             for mount in (controllers, "cpuacct", "cpu,cpuacct"):
                 file = Path(f"/sys/fs/cgroup/{mount}{path}/cpuacct.usage")
                 if file.exists():
                     return file
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+    for line in lines:
         if line.startswith("0::"):
             return Path(f"/sys/fs/cgroup{line[3:]}/cpu.stat")
     raise ProgramError(f"no CPU accounting found for process {pid}")

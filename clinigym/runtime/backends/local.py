@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from clinigym.core.errors import SpecError
-from clinigym.runtime.backends.base import Backend, ProgramDied, base_environment
+from clinigym.runtime.backends.base import Backend, Health, ProgramDied, base_environment
 from clinigym.runtime.display import DisplaySession, Geometry
 from clinigym.runtime.procfs import comm, pids, stat
 from clinigym.runtime.slots import DISPLAY_FOLDERS, OWNER_ENV, ROOT, pid_alive
@@ -47,9 +47,6 @@ class LocalBackend(Backend):
             self.display = DisplaySession(self.geometry)
         return self.display
 
-    def _display_gone(self) -> str | None:
-        return None if self.display is not None and self.display.alive() else "the X display is gone (Xvfb exited)"
-
     def _base_env(self) -> dict[str, str]:
         return base_environment()
 
@@ -61,10 +58,12 @@ class LocalBackend(Backend):
     def _exit_statuses(self) -> dict[str, int | None]:
         return {name: proc.poll() for name, proc in self.procs.items()}
 
-    def _stopped(self) -> list[str]:
+    def _health(self) -> Health:
+        display = self.display is not None and self.display.alive()
         groups = {p.pid: name for name, p in self.procs.items() if p.poll() is None}
-        return sorted({groups[st.pgid] for pid in pids()
-                       if (st := stat(pid)) and st.pgid in groups and st.state == "T"})
+        stopped = {groups[st.pgid] for pid in pids() if (st := stat(pid)) and st.pgid in groups and st.state == "T"}
+        return Health(None if display else "the X display is gone (Xvfb exited)", self._exit_statuses(),
+                      sorted(stopped))
 
     def _kill(self, name: str | None, forget: bool) -> None:
         for proc_name, proc in list(self.procs.items()):
