@@ -60,10 +60,10 @@ class LocalBackend(Backend):
 
     def _health(self) -> Health:
         display = self.display is not None and self.display.alive()
-        groups = {p.pid: name for name, p in self.procs.items() if p.poll() is None}
+        exits = self._exit_statuses()
+        groups = {self.procs[name].pid: name for name, code in exits.items() if code is None}
         stopped = {groups[st.pgid] for pid in pids() if (st := stat(pid)) and st.pgid in groups and st.state == "T"}
-        return Health(None if display else "the X display is gone (Xvfb exited)", self._exit_statuses(),
-                      sorted(stopped))
+        return Health(None if display else "the X display is gone (Xvfb exited)", exits, sorted(stopped))
 
     def _kill(self, name: str | None, forget: bool) -> None:
         for proc_name, proc in list(self.procs.items()):
