@@ -109,7 +109,7 @@ soak: deps images
 
 bench: deps images
 	$(BIN)/clinigym bench --backends local docker --out runs/bench.json
-	$(BIN)/clinigym bench --throughput --out runs/bench-throughput.json
+	$(BIN)/clinigym bench --throughput --rounds 3 --out runs/bench-throughput.json
 
 # MedSPOT-Live: the oracle over the whole library, exported in MedSPOT's format, validated
 # against the live programs, and its shape printed beside MedSPOT's own.

@@ -156,8 +156,11 @@ def cmd_agents(args) -> int:
 
 def cmd_bench(args) -> int:
     if args.throughput:
+        if args.rounds < 1:
+            print("error: --rounds: at least 1", file=sys.stderr)
+            return 2
         from clinigym.run.throughput_bench import run_throughput
-        return run_throughput(Path(args.out) if args.out else None)
+        return run_throughput(Path(args.out) if args.out else None, args.rounds)
     from clinigym.run.bench import run_bench
     from clinigym.spec.apps import app_names
     return run_bench(args.apps or app_names(), args.repeats, Path(args.out) if args.out else None, args.backends,
@@ -244,4 +247,6 @@ def register(sub) -> None:
     p.add_argument("--throughput", action="store_true",
                    help="instead: episodes and steps per minute of the oracle with 1, 2, 4 and 8 workers "
                         "and on a two-node loopback Ray cluster (needs root and clinigym[ray])")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="with --throughput: rounds of every run (medians; ratios within a round)")
     p.set_defaults(func=cmd_bench)

@@ -1,10 +1,11 @@
 """`clinigym bench --throughput`: episodes and steps per minute of the oracle on a fixed
 mix of scenarios, run by `clinigym run` with 1, 2, 4 and 8 workers and on a Ray cluster of
-two loopback nodes, side by side in one command (ratios are to 1 worker), with the memory
-each environment adds."""
+two loopback nodes, side by side in one command and in rounds (ratios are to the round's
+1 worker), with the memory each environment adds."""
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,57 +63,94 @@ def measure(argv: Sequence[str], out: Path, environments: int) -> dict:
             "all_correct": all(all(v) for v in outcomes.values()), "outcomes": outcomes}
 
 
-def bench_throughput(workers: Sequence[int] = (1, 2, 4, 8), ray_workers: int | None = 4) -> dict:
+def bench_throughput(workers: Sequence[int] = (1, 2, 4, 8), ray_workers: int | None = 4, rounds: int = 3) -> dict:
+    """`rounds` rounds of every run (the pool with each number of workers, then Ray on a fresh
+    cluster): each round's ratios are to its own 1-worker run, so that a machine whose speed
+    drifts weighs on both sides of a ratio."""
     run = [*CLINIGYM, "run", "--scenario", *MIX, "--per-program", str(PER_PROGRAM), "--episodes", str(EPISODES),
            "--agent", "oracle", "--no-progress", "--json"]
-    result: dict = {"mix": MIX, "per_program": PER_PROGRAM, "episodes": EPISODES, "pool": [], "ray": None}
-    with tempfile.TemporaryDirectory(prefix="clinigym-throughput-") as tmp:
-        for n in workers:
-            out = Path(tmp) / f"pool-{n}"
-            result["pool"].append(measure([*run, "--workers", str(n), "--out", str(out)], out, n))
-        if ray_workers:
-            from clinigym.run.loopback_cluster import LoopbackCluster
-            with LoopbackCluster(nodes=2, cpus=max(1, ray_workers // 2)) as cluster:
-                out = Path(tmp) / "ray"
-                argv = cluster.command([*run, "--ray", cluster.address, "--workers", str(ray_workers),
-                                        "--out", str(out)])
-                result["ray"] = measure(argv, out, ray_workers)
-    base = result["pool"][0]["episodes_per_min"]
-    for r in [*result["pool"], *([result["ray"]] if result["ray"] else [])]:
-        r["ratio"] = r["episodes_per_min"] / base
-    if result["ray"]:
-        same = next((r for r in result["pool"] if r["environments"] == ray_workers), None)
-        if same:
-            result["ray"]["ratio_to_pool"] = result["ray"]["episodes_per_min"] / same["episodes_per_min"]
-            result["ray"]["same_outcomes_as_pool"] = result["ray"]["outcomes"] == same["outcomes"]
-    return result
+    runs: list[dict] = []
+    for round_ in range(rounds):
+        with tempfile.TemporaryDirectory(prefix="clinigym-throughput-") as tmp:
+            for n in workers:
+                out = Path(tmp) / f"pool-{n}"
+                runs.append({"round": round_, "kind": "pool",
+                             **measure([*run, "--workers", str(n), "--out", str(out)], out, n)})
+            if ray_workers:
+                from clinigym.run.loopback_cluster import LoopbackCluster
+                with LoopbackCluster(nodes=2, cpus=max(1, ray_workers // 2)) as cluster:
+                    out = Path(tmp) / "ray"
+                    argv = cluster.command([*run, "--ray", cluster.address, "--workers", str(ray_workers),
+                                            "--out", str(out)])
+                    runs.append({"round": round_, "kind": "ray", **measure(argv, out, ray_workers)})
+    return {"mix": MIX, "per_program": PER_PROGRAM, "episodes": EPISODES, **summarize(runs)}
+
+
+def _spread(values: Sequence[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def summarize(runs: Sequence[dict]) -> dict:
+    """One row per run kind and number of environments: medians over the rounds; each round's
+    ratio to that round's 1-worker pool run (and Ray's to the pool with as many workers) as
+    median, min and max. The runs themselves are kept as they are."""
+    def at(kind: str, n: int, round_: int) -> dict | None:
+        return next((r for r in runs if (r["kind"], r["environments"], r["round"]) == (kind, n, round_)), None)
+
+    rows: dict[str, list[dict]] = {"pool": [], "ray": []}
+    for kind, n in dict.fromkeys((r["kind"], r["environments"]) for r in runs):
+        mine = [r for r in runs if (r["kind"], r["environments"]) == (kind, n)]
+        ratios = [r["episodes_per_min"] / base["episodes_per_min"] for r in mine
+                  if (base := at("pool", 1, r["round"]))]
+        row = {"environments": n, "rounds": len(mine), "episodes": mine[0]["episodes"], "steps": mine[0]["steps"],
+               **{k: statistics.median(r[k] for r in mine)
+                  for k in ("seconds", "episodes_per_min", "steps_per_min", "mb_per_environment")},
+               "ratio": _spread(ratios) if ratios else None,
+               "all_correct": all(r["all_correct"] for r in mine)}
+        if kind == "ray":
+            pools = [(r, p) for r in mine if (p := at("pool", n, r["round"]))]
+            if pools:
+                row["ratio_to_pool"] = _spread([r["episodes_per_min"] / p["episodes_per_min"] for r, p in pools])
+                row["same_outcomes_as_pool"] = all(r["outcomes"] == p["outcomes"] for r, p in pools)
+        rows[kind].append(row)
+    return {"pool": rows["pool"], "ray": rows["ray"][0] if rows["ray"] else None, "runs": list(runs)}
+
+
+def _x(spread: dict | None) -> str:
+    if spread is None:
+        return "-"
+    if spread["min"] == spread["max"]:
+        return f"{spread['median']:.2f}x"
+    return f"{spread['median']:.2f}x ({spread['min']:.2f}-{spread['max']:.2f})"
 
 
 def format_throughput(result: dict) -> str:
     lines = [f"{'run':<14} {'episodes':>8} {'steps':>6} {'seconds':>8} {'ep/min':>7} {'steps/min':>9} "
-             f"{'x 1 worker':>10} {'MB/env':>7} {'all right':>9}"]
+             f"{'x 1 worker (min-max)':<21} {'MB/env':>7} {'all right':>9}"]
     rows = [(f"{r['environments']} worker{'s' if r['environments'] > 1 else ''}", r) for r in result["pool"]]
     if result["ray"]:
         rows.append((f"ray, {result['ray']['environments']} actors", result["ray"]))
     for name, r in rows:
         lines.append(f"{name:<14} {r['episodes']:>8} {r['steps']:>6} {r['seconds']:>8.1f} "
-                     f"{r['episodes_per_min']:>7.1f} {r['steps_per_min']:>9.1f} {r['ratio']:>9.2f}x "
+                     f"{r['episodes_per_min']:>7.1f} {r['steps_per_min']:>9.1f} {_x(r['ratio']):<21} "
                      f"{r['mb_per_environment']:>7.0f} {'yes' if r['all_correct'] else 'NO':>9}")
     ray = result["ray"]
     if ray and "ratio_to_pool" in ray:
-        lines.append(f"ray / pool with {ray['environments']}: {ray['ratio_to_pool']:.2f}x; same outcomes: "
+        lines.append(f"ray / pool with {ray['environments']}: {_x(ray['ratio_to_pool'])}; same outcomes: "
                      f"{'yes' if ray['same_outcomes_as_pool'] else 'NO'}")
+    rounds = max((r["rounds"] for _, r in rows), default=0)
     lines.append(f"the oracle on {', '.join(result['mix'])} (first {result['per_program']} scenarios each, "
-                 f"{result['episodes']} episodes each) with `clinigym run`; the Ray cluster is two nodes in a "
-                 "loopback-only network namespace; MB/env = the lowest available memory during the run "
-                 "below the level before it, per environment")
+                 f"{result['episodes']} episodes each) with `clinigym run`, {rounds} round(s) of every run: "
+                 "seconds, rates and memory are medians, each ratio is to its own round's 1-worker run; "
+                 "the Ray cluster is two nodes in a loopback-only network namespace; MB/env = the lowest "
+                 "available memory during the run below the level before it, per environment")
     return "\n".join(lines)
 
 
-def run_throughput(out: Path | None) -> int:
-    result = bench_throughput()
+def run_throughput(out: Path | None, rounds: int = 3) -> int:
+    result = bench_throughput(rounds=rounds)
     print(format_throughput(result))
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2))
-    return 0 if all(r["all_correct"] for r in [*result["pool"], *([result["ray"]] if result["ray"] else [])]) else 1
+    return 0 if all(r["all_correct"] for r in result["runs"]) else 1

@@ -10,7 +10,7 @@ from conftest import clinigym
     ("apps", ["--json"]), ("scenarios", ["--json"]),
     ("run", ["--agent", "--model-family", "--checkpoint", "--mode", "--budget", "--ray"]),
     ("score", ["--predictions", "--penalties"]), ("compare", ["--penalties", "--json"]),
-    ("bench", ["--backends", "--throughput"]), ("export", ["--medspot"]), ("report", ["--out"]),
+    ("bench", ["--backends", "--throughput", "--rounds"]), ("export", ["--medspot"]), ("report", ["--out"]),
     ("replay", ["--threshold", "--json"]), ("validate", ["--scenario-map", "--json"]), ("agents", ["--json"]),
     ("coverage", ["--json"]), ("shape", ["--per-program"]), ("images", ["--force"]), ("cleanup", ["--all"]),
     ("view", ["--duration"]), ("collect", ["--review"]), ("agreement", ["--threshold"])])
@@ -18,6 +18,11 @@ def test_help_everywhere(sub, flags):
     out = clinigym(sub, "--help").stdout
     assert f"usage: clinigym {sub}" in out and all(f in out for f in flags)
     assert "--path DIR" in clinigym("--help").stdout
+
+
+def test_bench_rounds_at_least_one():
+    done = clinigym("bench", "--throughput", "--rounds", "0", check=False)
+    assert done.returncode == 2 and "--rounds: at least 1" in done.stderr
 
 
 def test_score_of_empty_folder_fails(tmp_path):
