@@ -64,3 +64,13 @@ def test_a_port_in_time_wait_is_free_a_listening_one_is_not(root):
     states = subprocess.run(["ss", "-tanH", f"sport = :{port}"], capture_output=True, text=True).stdout
     assert "TIME-WAIT" in states
     assert slots.claim("viewer", 0, ["http"]).number == 0
+
+
+def test_a_docker_backend_without_an_engine_claims_no_folder(root, monkeypatch, tmp_path):
+    from clinigym.runtime.backends.docker import DockerBackend
+    from clinigym.runtime.images import ImageError
+    from clinigym.spec.apps import load_app
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-engine.sock'}")
+    with pytest.raises(ImageError, match="no Docker engine answers"):
+        DockerBackend(load_app("ginkgocadx"))
+    assert not list(root.glob("clinigym-ginkgocadx-*"))

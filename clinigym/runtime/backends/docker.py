@@ -47,11 +47,13 @@ class DockerBackend(Backend):
     kind = "docker"
 
     def __init__(self, app: AppSpec, geometry: Geometry = Geometry(), memory: str = "4g", cpus: float = 2.0):
+        # The engine and the image first: a backend that cannot start claims no work folder
+        # (a process that retries would otherwise hold one more slot per try).
+        client, image = engine(), app_tag(app)
+        if not client.images.list(name=image):
+            raise ImageError(f"no image {image}: build it with `clinigym images {app.name}` (or `make images`)")
         super().__init__(app, geometry)
-        self.client = engine()
-        self.image = app_tag(app)
-        if not self.client.images.list(name=self.image):
-            raise ImageError(f"no image {self.image}: build it with `clinigym images {app.name}` (or `make images`)")
+        self.client, self.image = client, image
         self.memory, self.cpus = memory, cpus
         self.container = None
         self.number: int | None = None
