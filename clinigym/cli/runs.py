@@ -1,6 +1,7 @@
 """Running agents: `run`, `score`, `agents`, `bench`."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -13,6 +14,17 @@ from clinigym.core.audit import DEFAULT_PENALTIES, PENALTIES
 from clinigym.core.context import MODES
 from clinigym.envs.goal import BUDGET_FACTOR
 from clinigym.runtime.backends import KINDS
+
+
+def _at_least_one(text: str) -> int:
+    """argparse type of a count: argparse then exits with status 2 and `argument --FLAG: at least 1`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("at least 1")
+    return value
 
 
 def _flag_dest(flag: str) -> str:
@@ -156,9 +168,6 @@ def cmd_agents(args) -> int:
 
 def cmd_bench(args) -> int:
     if args.throughput:
-        if args.rounds < 1:
-            print("error: --rounds: at least 1", file=sys.stderr)
-            return 2
         from clinigym.run.throughput_bench import run_throughput
         return run_throughput(Path(args.out) if args.out else None, args.rounds)
     from clinigym.run.bench import run_bench
@@ -172,7 +181,7 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="run an agent on live scenarios, record and score")
     p.add_argument("--scenario", nargs="+", default=["*"],
                    help="globs on app/id, app names or scenario files (each scenario once, in this order)")
-    p.add_argument("--per-program", type=int, metavar="N",
+    p.add_argument("--per-program", type=_at_least_one, metavar="N",
                    help="only the first N matching scenarios of every program (by id)")
     p.add_argument("--dataset", help="static mode: a MedSPOT-format dataset instead of live scenarios")
     p.add_argument("--software", help="static mode: only this software's tasks")
@@ -192,7 +201,7 @@ def register(sub) -> None:
                    help="run the episodes on a running Ray cluster (default address: auto, the one on "
                         "this machine); needs clinigym[ray]; on one machine start it with loopback only "
                         "(README)")
-    p.add_argument("--episodes", type=int, default=1, help="episodes per scenario")
+    p.add_argument("--episodes", type=_at_least_one, default=1, help="episodes per scenario")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", choices=MODES, default="steps",
                    help="steps: one instruction per step, each action judged (MedSPOT); plan: every step "
@@ -235,7 +244,7 @@ def register(sub) -> None:
     p = sub.add_parser("bench", help="measure screenshot, step and reset latency, memory, and settling "
                                      "under each settle rule")
     p.add_argument("--apps", nargs="*", help="programs (default: all)")
-    p.add_argument("--repeats", type=int, default=10, help="resets and oracle episodes per program")
+    p.add_argument("--repeats", type=_at_least_one, default=10, help="resets and oracle episodes per program")
     p.add_argument("--side-by-side", default="dicomscope", metavar="APP",
                    help="the program run in more and more environments at once ('none': skip)")
     p.add_argument("--out", help="also write the numbers as JSON here")
@@ -247,6 +256,6 @@ def register(sub) -> None:
     p.add_argument("--throughput", action="store_true",
                    help="instead: episodes and steps per minute of the oracle with 1, 2, 4 and 8 workers "
                         "and on a two-node loopback Ray cluster (needs root and clinigym[ray])")
-    p.add_argument("--rounds", type=int, default=3,
+    p.add_argument("--rounds", type=_at_least_one, default=3,
                    help="with --throughput: rounds of every run (medians; ratios within a round)")
     p.set_defaults(func=cmd_bench)

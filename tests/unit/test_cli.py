@@ -25,6 +25,16 @@ def test_bench_rounds_at_least_one():
     assert done.returncode == 2 and "--rounds: at least 1" in done.stderr
 
 
+@pytest.mark.parametrize("argv, problem", [
+    (["bench", "--repeats", "0"], "argument --repeats: at least 1"),
+    (["bench", "--repeats", "x"], "argument --repeats: a whole number, not 'x'"),
+    (["run", "--episodes", "0", "--out", "unused"], "argument --episodes: at least 1"),
+    (["run", "--per-program", "0", "--out", "unused"], "argument --per-program: at least 1")])
+def test_counts_at_least_one(argv, problem):
+    done = clinigym(*argv, check=False)
+    assert done.returncode == 2 and problem in done.stderr
+
+
 def test_score_of_empty_folder_fails(tmp_path):
     done = clinigym("score", str(tmp_path), check=False)
     assert done.returncode == 1 and "no recorded episodes" in done.stderr
