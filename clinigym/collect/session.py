@@ -24,10 +24,10 @@ from clinigym.collect import quality
 from clinigym.collect.actions import parse_action, suggest
 from clinigym.collect.boxes import area_fraction, contains
 from clinigym.collect.errors import ActionError, Conflict
+from clinigym.collect.press import press_probe
 from clinigym.collect.stream import LiveView
 from clinigym.core.errors import InvalidAction
 from clinigym.core.screen import Frame, changed_pixels
-from clinigym.runtime.waiting import poll
 from clinigym.spec.apps import AppSpec, load_app
 
 __all__ = ["ActionError", "CollectSession", "CollectedStep", "Conflict"]
@@ -258,7 +258,7 @@ class CollectSession:
                 if hover:
                     candidates.append(prop.Proposal("hover", hover))
             if not self.has_dom and kind == "click":
-                press = self._press_probe(point, base)
+                press = press_probe(self.backend, point, base)
                 if press:
                     candidates.append(prop.Proposal("press", press))
             else:
@@ -315,22 +315,6 @@ class CollectSession:
         step.timings = {k: round(v, 3) for k, v in timings.items()}
         self.steps.append(step)
         return step
-
-    def _press_probe(self, point, base: Frame) -> list[int] | None:
-        """A click whose press is held until the screen shows it (bounded): the pressed look."""
-        d = self.display
-        d.move(*point)
-        d.press()
-        try:
-            pressed = poll(lambda: (lambda f: f if changed_pixels(f.raw, base.raw) > 0 else None)(d.grab()),
-                           timeout=0.5, interval=0.01)
-            if pressed is not None:
-                pressed, _ = d.wait_settled(0.08, 0.5, 0, since=pressed)
-        finally:
-            d.release()
-        if pressed is None:
-            return None
-        return prop.feedback_box(base.bgra, pressed.bgra, point, snap_frame=base.bgra)
 
     def _inject(self, action: dict) -> None:
         # A `type` carries no point here: it types at the focus (the field was clicked in the step before).
