@@ -28,28 +28,34 @@ def ms_stats(values: list[float]) -> dict:
             "max_ms": float(a.max())}
 
 
-def cpu_rate(cpu: list[tuple[float, float]], t0: float, marks: list[float], i: int) -> float:
+# A sample of the program while it is watched: (time, CPU seconds so far, whether a timer
+# of it was due within the settle rule's horizon).
+Sample = tuple[float, float, bool]
+
+
+def cpu_rate(cpu: list[Sample], t0: float, marks: list[float], i: int) -> float:
     """The program's CPU use (CPU seconds per second) between marks i-1 and i (seconds from
     t0; mark -1 is t0 itself): whether it still works while nothing is drawn."""
     start, end = t0 + (marks[i - 1] if i else 0.0), t0 + marks[i]
-    inside = [(t, c) for t, c in cpu if start <= t <= end]
+    inside = [s for s in cpu if start <= s[0] <= end]
     if len(inside) < 2:
         return 0.0
-    (ta, ca), (tb, cb) = inside[0], inside[-1]
+    (ta, ca, _), (tb, cb, _) = inside[0], inside[-1]
     return (cb - ca) / (tb - ta) if tb > ta else 0.0
 
 
-def early_settles(cpu: list[tuple[float, float]], t0: float, changes: list[float], window: float,
+def early_settles(cpu: list[Sample], t0: float, changes: list[float], window: float,
                   max_rate: float) -> int:
-    """Pauses between changes (seconds from t0) in which the idle rule, replayed on the CPU
+    """Pauses between changes (seconds from t0) in which the idle rule, replayed on the
     samples, would have called the screen settled though the program drew again after."""
-    now = {"t": 0.0, "cpu": 0.0}
-    meter = BusyMeter(lambda: now["cpu"], window, max_rate, clock=lambda: now["t"])
+    now = {"t": 0.0, "cpu": 0.0, "due": False}
+    meter = BusyMeter(lambda: now["cpu"], window, max_rate, clock=lambda: now["t"],
+                      waiting=lambda: bool(now["due"]))
     early, starts = 0, [0.0, *changes]
     for prev, nxt in zip(starts, changes):
-        for t, c in cpu:
+        for t, c, due in cpu:
             if t0 + prev <= t < t0 + nxt:
-                now.update(t=t, cpu=c)
+                now.update(t=t, cpu=c, due=due)
                 meter.sample()
                 if t - t0 - prev >= window and meter.idle():
                     early += 1
@@ -66,10 +72,15 @@ def _watching(env: LiveEnv, seconds: float, found: list[dict]):
 
     def watched(since=None):
         tracker = backend.display.tracker(since, backend.app.settle.min_changed)
+        horizon = idle.timer_horizon
+
+        def sample() -> Sample:
+            return time.monotonic(), backend.cpu_seconds(), bool(horizon and backend.wakes_soon(horizon))
+
         t0 = time.monotonic()
-        cpu = [(t0, backend.cpu_seconds())]
+        cpu = [sample()]
         seen = watch_changes(tracker, backend.display.grab, seconds, every=SAMPLE_EVERY,
-                             tick=lambda: cpu.append((time.monotonic(), backend.cpu_seconds())))
+                             tick=lambda: cpu.append(sample()))
         changes = [t - t0 for t, n in seen if n > 0]
         gaps = np.diff([0.0, *changes])
         found.append({"scenario": env.scenario.key, "changes": changes,

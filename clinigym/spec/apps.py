@@ -134,6 +134,9 @@ class Settle(Spec):
         "seconds without change that mean settled while the program (its processes and display, "
         "or its container) uses less than idle_cpu cores; measured per program by `clinigym bench`"))
     idle_cpu: float = Field(0.05, gt=0, description="cores below which the program counts as idle")
+    timer_horizon: float | None = Field(None, gt=0, description=(
+        "with idle_quiet: a program whose thread sleeps in a poll or epoll wait that a timer ends "
+        "within this many seconds is not idle (it wakes by itself and may draw again)"))
     first_idle_quiet: float | None = Field(None, gt=0, description=(
         "idle_quiet for the first screen of a reset: the pointer rests in a corner then, so a "
         "window that only outlasts a hover effect (a tooltip's delay) may be left out"))
@@ -142,6 +145,8 @@ class Settle(Spec):
     def _idle_shorter(self):
         if self.idle_quiet is not None and self.idle_quiet >= self.quiet:
             raise ValueError(f"idle_quiet ({self.idle_quiet:g}) must be shorter than quiet ({self.quiet:g})")
+        if self.timer_horizon is not None and self.idle_quiet is None:
+            raise ValueError("timer_horizon needs an idle_quiet")
         if self.first_idle_quiet is not None and (self.idle_quiet is None or self.first_idle_quiet > self.idle_quiet):
             raise ValueError("first_idle_quiet needs an idle_quiet at least as long")
         return self

@@ -54,3 +54,15 @@ def test_a_trickle_below_the_rate_is_idle():
         p.run(0.03, 0.04)
     m.sample()
     assert m.idle()
+
+
+def test_a_timer_due_soon_is_not_idle():
+    p = Program()
+    due = [True]
+    m = BusyMeter(lambda: p.cpu, window=0.15, max_rate=0.05, clock=lambda: p.now, waiting=lambda: due[0])
+    m.sample()
+    p.run(0.2, 0.0)
+    m.sample()
+    assert not m.idle()          # no CPU, but a timer will wake the program
+    due[0] = False
+    assert m.idle()

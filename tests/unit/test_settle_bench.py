@@ -3,8 +3,9 @@ import pytest
 
 from clinigym.run.settle_bench import cpu_rate, early_settles, format_settle, ms_stats
 
-# (time, CPU seconds) samples from t0 = 100: busy at half a core until 100.4, then idle.
-CPU = [(100.0, 1.0), (100.2, 1.1), (100.4, 1.2), (100.6, 1.2), (100.8, 1.2), (101.0, 1.2)]
+# (time, CPU seconds, timer due) samples from t0 = 100: busy at half a core until 100.4, then idle.
+CPU = [(100.0, 1.0, False), (100.2, 1.1, False), (100.4, 1.2, False), (100.6, 1.2, False),
+       (100.8, 1.2, False), (101.0, 1.2, False)]
 
 
 def test_cpu_rate_between_marks():
@@ -17,10 +18,16 @@ def test_cpu_rate_between_marks():
 
 def test_early_settles_replays_the_idle_rule():
     # Changes at 0.2 and 0.9 s: the pause 0.4 .. 0.9 holds no CPU at all (a timed repaint).
-    cpu = [(100.0 + i * 0.03, min(i * 0.03, 0.4) * 0.5) for i in range(40)]
+    cpu = [(100.0 + i * 0.03, min(i * 0.03, 0.4) * 0.5, False) for i in range(40)]
     assert early_settles(cpu, 100.0, [0.2, 0.9], window=0.15, max_rate=0.05) == 1
     assert early_settles(cpu, 100.0, [0.2, 0.9], window=0.6, max_rate=0.05) == 0
     assert early_settles(cpu, 100.0, [0.2, 0.3], window=0.15, max_rate=0.05) == 0
+
+
+def test_early_settles_counts_a_due_timer_as_work():
+    # The same pause, with the repaint's timer seen pending from 0.4 s until it fires.
+    cpu = [(100.0 + i * 0.03, min(i * 0.03, 0.4) * 0.5, 0.4 <= i * 0.03 < 0.9) for i in range(40)]
+    assert early_settles(cpu, 100.0, [0.2, 0.9], window=0.15, max_rate=0.05) == 0
 
 
 def rule(p50, cpu):

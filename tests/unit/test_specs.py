@@ -96,15 +96,22 @@ def test_first_per_program():
         assert [s.key for s in picked if s.app == app] == keys[:2]
 
 
-def test_idle_window_must_be_shorter_than_quiet(tmp_path):
+@pytest.mark.parametrize("bad, problem, good, expected", [
+    ("idle_quiet: 0.5", "idle_quiet (0.5) must be shorter than quiet (0.5)", "idle_quiet: 0.15",
+     (0.5, 0.15, 0.05, None)),
+    ("timer_horizon: 1.5", "timer_horizon needs an idle_quiet", "idle_quiet: 0.2, timer_horizon: 1.5",
+     (0.5, 0.2, 0.05, 1.5)),
+])
+def test_idle_window_rules(tmp_path, bad, problem, good, expected):
+    """The idle window is shorter than quiet; the timer look needs an idle window."""
     from clinigym.spec.apps import _load
     folder = tmp_path / "lab"
     folder.mkdir()
     path = write(folder, "name: lab\ntitle: Lab\nprocesses:\n  - {name: lab, command: [xmessage, hi]}\n"
-                         "settle: {quiet: 0.5, idle_quiet: 0.5}\n", "app.yaml")
+                         f"settle: {{quiet: 0.5, {bad}}}\n", "app.yaml")
     with pytest.raises(SpecError) as err:
         _load(path)
-    assert err.value.field == "settle" and "idle_quiet (0.5) must be shorter than quiet (0.5)" in err.value.problem
-    path.write_text(path.read_text().replace("idle_quiet: 0.5", "idle_quiet: 0.15"))
+    assert err.value.field == "settle" and problem in err.value.problem
+    path.write_text(path.read_text().replace(bad, good))
     settle = _load(path).settle
-    assert (settle.quiet, settle.idle_quiet, settle.idle_cpu) == (0.5, 0.15, 0.05)
+    assert (settle.quiet, settle.idle_quiet, settle.idle_cpu, settle.timer_horizon) == expected

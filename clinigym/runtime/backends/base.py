@@ -14,6 +14,7 @@ import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,7 +22,7 @@ import requests
 
 from clinigym.core.errors import ProgramDied, ProgramError, WaitTimeout
 from clinigym.core.geometry import Box
-from clinigym.runtime import npm, pyenv
+from clinigym.runtime import npm, procfs, pyenv
 from clinigym.runtime.browser import DevTools, RequestLog, chromium_command
 from clinigym.runtime.busy import BusyMeter
 from clinigym.runtime.display import DisplaySession, Frame, Geometry
@@ -234,7 +235,8 @@ class Backend:
     def settle(self, since: Frame | None = None, idle_quiet: float | None = None) -> tuple[Frame, bool]:
         s = self.app.settle
         idle_quiet = idle_quiet or s.idle_quiet
-        busy = BusyMeter(self.cpu_seconds, idle_quiet, s.idle_cpu) if idle_quiet else None
+        waiting = partial(self.wakes_soon, s.timer_horizon) if s.timer_horizon else None
+        busy = BusyMeter(self.cpu_seconds, idle_quiet, s.idle_cpu, waiting=waiting) if idle_quiet else None
         return self.display.wait_settled(s.quiet, s.timeout, s.min_changed, since=since, busy=busy)
 
     def stop(self) -> None:
@@ -375,6 +377,15 @@ class Backend:
         """CPU seconds the program and its display have used so far (a counter: only
         differences mean something); what tells whether the program is still busy."""
         raise NotImplementedError
+
+    def pids(self) -> list[int]:
+        """The processes of the program and its display, as the host numbers them."""
+        raise NotImplementedError
+
+    def wakes_soon(self, horizon: float) -> bool:
+        """Whether a process of the program or its display runs, or sleeps on a timer that ends
+        within `horizon` seconds (`procfs.wakes_soon`)."""
+        return any(procfs.wakes_soon(pid, horizon) for pid in self.pids())
 
 
 def base_environment() -> dict[str, str]:

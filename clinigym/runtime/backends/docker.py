@@ -178,16 +178,23 @@ class DockerBackend(Backend):
         detail = stats.get("stats", {})
         return stats["usage"] - detail.get("total_inactive_file", detail.get("inactive_file", 0))
 
-    def cpu_seconds(self) -> float:
-        """The container's CPU usage from its cgroup (v2 `cpu.stat`, v1 `cpuacct.usage`),
-        read directly: the engine's stats call takes a second or more."""
+    def _cgroup_file(self, name: str | None = None) -> str:
+        """A file of the container's cgroup (its CPU counter by default), read directly."""
         if self._cpu_file is None:
             self.container.reload()
             self._cpu_file = cgroup_cpu_file(self.container.attrs["State"]["Pid"])
         try:
-            text = self._cpu_file.read_text()
+            return (self._cpu_file.parent / name if name else self._cpu_file).read_text()
         except OSError as exc:   # the cgroup goes with the container
             raise ProgramDied(f"container {self.container_name} is gone: {exc}") from exc
+
+    def pids(self) -> list[int]:
+        return [int(pid) for pid in self._cgroup_file("cgroup.procs").split()]
+
+    def cpu_seconds(self) -> float:
+        """The container's CPU usage from its cgroup (v2 `cpu.stat`, v1 `cpuacct.usage`),
+        read directly: the engine's stats call takes a second or more."""
+        text = self._cgroup_file()
         if self._cpu_file.name == "cpu.stat":
             return int(text.split("usage_usec", 1)[1].split()[0]) / 1e6
         return int(text) / 1e9

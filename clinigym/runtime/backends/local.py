@@ -99,6 +99,9 @@ class LocalBackend(Backend):
         """CPU time the program and its display have used (user + system, living processes)."""
         return cpu_of_groups(self.process_groups())
 
+    def pids(self) -> list[int]:
+        return _in_groups(self.process_groups(), int)
+
     def close_display(self) -> None:
         self.stop()
         if self.display:

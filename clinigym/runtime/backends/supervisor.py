@@ -142,7 +142,9 @@ def main():
     server = Server(args.socket, Handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        server.serve_forever()
+        # It is stopped by SIGTERM, never by shutdown(), so it needs no wake-ups: a timer
+        # due soon in the container's processes tells the settle rule the program may draw.
+        server.serve_forever(poll_interval=3600)
     finally:
         kill({})
         for proc in DISPLAY.values():
