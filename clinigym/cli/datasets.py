@@ -74,7 +74,8 @@ def cmd_replay(args) -> int:
 def cmd_validate(args) -> int:
     from clinigym.eval.validate import format_report, load_scenario_map, validate_dataset
     scenario_map = load_scenario_map(Path(args.scenario_map)) if args.scenario_map else None
-    report = validate_dataset(Path(args.dataset), scenario_map, threshold=args.threshold, max_offset=args.max_offset)
+    report = validate_dataset(Path(args.dataset), scenario_map, threshold=args.threshold, max_offset=args.max_offset,
+                              progress=not args.no_progress)
     print(json.dumps(report.to_json(), indent=2) if args.json else format_report(report))
     if not report.tasks:
         print(f"no task of {args.dataset} is mapped to a live scenario", file=sys.stderr)
@@ -130,4 +131,5 @@ def register(sub) -> None:
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help=REPLAY_THRESHOLD_HELP)
     p.add_argument("--max-offset", type=float, default=DEFAULT_MAX_OFFSET,
                    help=f"pixels a target may be away from the box (default {DEFAULT_MAX_OFFSET:g})")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_validate)

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import yaml
 from PIL import Image
+from tqdm import tqdm
 
 from clinigym.core.records import StepRecord
 from clinigym.eval.similarity import DEFAULT_THRESHOLD, Similarity, load_rgb, pixel_bounds, similarity, wall_clock_mask
@@ -278,10 +279,11 @@ def validate_task(dataset: Path, task: MedspotTask, scenario: Scenario, backend:
 def validate_dataset(dataset: Path, scenario_map: dict[str, str] | None = None,
                      backends: Callable[[str], Backend] | Mapping[str, Backend] | None = None,
                      threshold: float = DEFAULT_THRESHOLD,
-                     max_offset: float = DEFAULT_MAX_OFFSET) -> ValidationReport:
+                     max_offset: float = DEFAULT_MAX_OFFSET, progress: bool = False) -> ValidationReport:
     """Validate every mapped task of the dataset on its live program. `backends`: running
     programs to share, as a mapping or a function of the app name (they are not closed);
-    without it, one backend per program (default kind) is started and closed here."""
+    without it, one backend per program (default kind) is started and closed here.
+    `progress`: a progress bar of the tasks on stderr."""
     from clinigym.runtime.backends import make_backend
     from clinigym.spec.apps import load_app
     from clinigym.spec.medspot import read_dataset
@@ -307,9 +309,7 @@ def validate_dataset(dataset: Path, scenario_map: dict[str, str] | None = None,
         return backends(app) if callable(backends) else backends[app]
 
     try:
-        for task in tasks:
-            if not keys[task.key]:
-                continue
+        for task in tqdm([t for t in tasks if keys[t.key]], desc="validate", unit="task", disable=not progress):
             scenario = _scenario(keys[task.key])
             try:
                 report.tasks.append(validate_task(dataset, task, scenario, backend_for(scenario.app),

@@ -72,6 +72,7 @@ def _watching(env: LiveEnv, seconds: float, found: list[dict]):
 
     def watched(since=None):
         tracker = backend.display.tracker(since, backend.app.settle.min_changed)
+        tracker.batch = 0.0      # the watch times every drawing, not batches of them
         horizon = idle.timer_horizon
 
         def sample() -> Sample:

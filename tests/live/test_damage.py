@@ -66,9 +66,29 @@ def test_a_drawing_is_reported_with_its_area_and_pixels(session, painter):
     assert session.settle_rule == "damage"
     tracker = session.tracker(min_changed=40)
     painter.fill(painter.white, 100, 200, 30, 20)
-    assert tracker.poll(5.0)
+    assert tracker.poll(5.0) is not None
     assert tracker.changes[-1][1] == 30 * 20
     assert (tracker.base[200:220, 100:130] == session.grab().raw[200:220, 100:130]).all()
+
+
+def test_drawings_close_together_are_one_grab_timed_at_the_last(session, painter):
+    tracker = session.tracker(min_changed=40)
+    tracker.batch = 0.5       # wide, so a slow thread still draws all three inside it
+    grabs = []
+    tracker.grab_area = lambda *area: grabs.append(area) or session.grab_area(*area)
+    drawn = []
+
+    def draw():
+        for i in range(3):
+            drawn.append(time.monotonic())
+            painter.fill(painter.white, 100 + 100 * i, 100, 20, 20)
+            time.sleep(0.02)
+    t = threading.Thread(target=draw)
+    t.start()
+    when = tracker.poll(5.0)
+    t.join()
+    assert len(grabs) == 1 and tracker.changes == [(when, 3 * 20 * 20)]
+    assert when >= drawn[-1]  # the change is timed at the last drawing, not the first
 
 
 def test_a_redraw_with_the_same_pixels_or_a_caret_is_no_change(session, painter):
@@ -198,7 +218,7 @@ def test_raw_reports_keep_coming_after_many_settles(session, painter):
     for i in range(30):
         tracker = session.tracker(min_changed=0)
         painter.fill(painter.white if i % 2 == 0 else painter.black, 0, 0, 1920, 1080)
-        assert tracker.poll(5.0), f"round {i}: the drawing was not reported"
+        assert tracker.poll(5.0) is not None, f"round {i}: the drawing was not reported"
 
 
 def test_an_x_server_that_dies_is_a_program_error_not_a_hang():
