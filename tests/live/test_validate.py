@@ -163,6 +163,12 @@ def test_wall_clock_boxes_are_left_out(backends, tmp_path):
     blind = validate_task(tmp_path / "ds", task, scenario.model_copy(update={"wall_clock": []}),
                           backends("dicomscope"))
     flags = [[f.split(" (")[0] for f in s.flags] for s in blind.steps]
-    # the first keyframe (the Browser) shows no log; the next two show the dates, in the target rows
-    differ = ["keyframe differs from live screen", "target region differs from live screen"]
-    assert flags == [[], differ, differ], flags
+    # The first keyframe (the Browser) shows no log; the next two show the dates, in the target
+    # rows. The row is flagged whatever the dates; the whole frame only when enough digits
+    # differ (two runs some seconds apart can differ in fewer pixels than the threshold allows).
+    assert flags[0] == [] and blind.steps[0].frame.identical == 1.0, flags
+    for step, step_flags in zip(blind.steps[1:], flags[1:], strict=True):
+        assert "target region differs from live screen" in step_flags, flags
+        assert set(step_flags) <= {"keyframe differs from live screen",
+                                   "target region differs from live screen"}, flags
+        assert step.frame.identical < 1.0, flags
