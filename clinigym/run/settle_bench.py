@@ -3,6 +3,7 @@ X server's damage reports), and steps under each settle rule side by side in one
 step p50/p95 and the environment process's CPU seconds per step."""
 from __future__ import annotations
 
+import math
 import time
 from contextlib import contextmanager, nullcontext
 
@@ -28,9 +29,9 @@ def ms_stats(values: list[float]) -> dict:
             "max_ms": float(a.max())}
 
 
-# A sample of the program while it is watched: (time, CPU seconds so far, whether a timer
-# of it was due within the settle rule's horizon).
-Sample = tuple[float, float, bool]
+# A sample of the program while it is watched: (time, CPU seconds so far, seconds until
+# its next timer or None: `Backend.next_wake`).
+Sample = tuple[float, float, float | None]
 
 
 def cpu_rate(cpu: list[Sample], t0: float, marks: list[float], i: int) -> float:
@@ -45,17 +46,21 @@ def cpu_rate(cpu: list[Sample], t0: float, marks: list[float], i: int) -> float:
 
 
 def early_settles(cpu: list[Sample], t0: float, changes: list[float], window: float,
-                  max_rate: float) -> int:
+                  max_rate: float, quiet: float, horizon: float = math.inf) -> int:
     """Pauses between changes (seconds from t0) in which the idle rule, replayed on the
-    samples, would have called the screen settled though the program drew again after."""
-    now = {"t": 0.0, "cpu": 0.0, "due": False}
+    samples, would have called the screen settled though the program drew again after.
+    Only pauses shorter than `quiet` count: a longer one ends the quiet window's step as
+    well (a program's own periodic work, seconds after the action)."""
+    now: dict = {"t": 0.0, "cpu": 0.0, "wake": None}
     meter = BusyMeter(lambda: now["cpu"], window, max_rate, clock=lambda: now["t"],
-                      waiting=lambda: bool(now["due"]))
+                      next_wake=lambda: now["wake"], horizon=horizon)
     early, starts = 0, [0.0, *changes]
     for prev, nxt in zip(starts, changes):
-        for t, c, due in cpu:
+        if nxt - prev >= quiet:
+            continue
+        for t, c, wake in cpu:
             if t0 + prev <= t < t0 + nxt:
-                now.update(t=t, cpu=c, due=due)
+                now.update(t=t, cpu=c, wake=wake)
                 meter.sample()
                 if t - t0 - prev >= window and meter.idle():
                     early += 1
@@ -73,10 +78,8 @@ def _watching(env: LiveEnv, seconds: float, found: list[dict]):
     def watched(since=None):
         tracker = backend.display.tracker(since, backend.app.settle.min_changed)
         tracker.batch = 0.0      # the watch times every drawing, not batches of them
-        horizon = idle.timer_horizon
-
         def sample() -> Sample:
-            return time.monotonic(), backend.cpu_seconds(), bool(horizon and backend.wakes_soon(horizon))
+            return time.monotonic(), backend.cpu_seconds(), backend.next_wake() if idle.timer_horizon else None
 
         t0 = time.monotonic()
         cpu = [sample()]
@@ -88,7 +91,8 @@ def _watching(env: LiveEnv, seconds: float, found: list[dict]):
                       "longest_gap": float(gaps.max()) if changes else None,
                       "gap_cpu": cpu_rate(cpu, t0, changes, int(gaps.argmax())) if changes else None,
                       "tail_cpu": cpu_rate(cpu, t0, [*changes, seconds], len(changes)) if changes else None,
-                      "early": early_settles(cpu, t0, changes, idle.idle_quiet, idle.idle_cpu)
+                      "early": early_settles(cpu, t0, changes, idle.idle_quiet, idle.idle_cpu, idle.quiet,
+                                              idle.timer_horizon or math.inf)
                       if idle.idle_quiet else None,
                       "missed": sum(1 for _, n in seen if n < 0)})
         return settle(since=since)
@@ -185,7 +189,7 @@ def format_settle(apps: list[dict]) -> str:
                  f"action in a {WATCH_SECONDS:g} s watch (p50; last max = the latest seen), gap max = the longest "
                  f"pause between changes of one step; gap cpu / tail cpu = the program's own CPU use "
                  f"(its processes and display; % of one core, the highest of any step) in that pause and after "
-                 f"its last change; early = pauses in which the idle window would have ended the step before the "
-                 f"program drew again; step and cpu/step (env process CPU) by the {new} rule, "
-                 f"old = the {old} rule, x = old over new")
+                 f"its last change; early = pauses shorter than quiet in which the idle window would have "
+                 f"ended the step before the program drew again; step and cpu/step (env process CPU) by the "
+                 f"{new} rule, old = the {old} rule, x = old over new")
     return "\n".join(lines)

@@ -20,7 +20,7 @@ from Xlib.ext import damage as xdamage
 
 from clinigym.core.errors import ProgramDied, ProgramError
 from clinigym.core.screen import Frame, changed_pixels
-from clinigym.runtime.busy import SAMPLE_EVERY, BusyMeter
+from clinigym.runtime.busy import SAMPLE_EVERY, BusyMeter, Hold
 
 # A grab of one screen area: (x, y, width, height) -> uint32 pixels, as `Frame.raw`.
 GrabArea = Callable[[int, int, int, int], np.ndarray]
@@ -171,26 +171,35 @@ class ScreenTracker:
 
 
 def settle_on_damage(tracker: ScreenTracker, grab: Callable[[], Frame], quiet: float,
-                     timeout: float, busy: BusyMeter | None = None) -> tuple[Frame, bool]:
+                     timeout: float, busy: BusyMeter | None = None,
+                     hold: Hold | None = None) -> tuple[Frame, bool]:
     """Settled when nothing drawn changed the screen for `quiet` seconds, or, with `busy`,
-    for its shorter window while the program was idle on the CPU; and the whole screen,
-    grabbed once at the end, is the one the reports led to (damage is a shortcut, never
-    trusted alone). Returns the frame and whether it settled before `timeout`."""
+    for its shorter window while the program was idle, and `hold` (drawing still owed) does
+    not hold it back; and the whole screen, grabbed once at the end, is the one the reports
+    led to (damage is a shortcut, never trusted alone). Returns the frame and whether it
+    settled before `timeout`."""
     start = last_change = time.monotonic()
     if busy is not None:
         busy.sample()
     while True:
         now = time.monotonic()
         still = now - last_change
+        held = False
         if still >= quiet or (busy is not None and still >= busy.window and busy.idle()):
-            frame = grab()
-            if tracker.confirm(frame):
-                return frame, True
-            last_change = frame.t
-            continue
+            settles = hold.settles() if hold is not None else True
+            if settles is None:
+                last_change = now
+                continue
+            if settles:
+                frame = grab()
+                if tracker.confirm(frame):
+                    return frame, True
+                last_change = frame.t
+                continue
+            held = True
         if now - start >= timeout:
             return grab(), False
-        wait = min(quiet - still, timeout - (now - start))
+        wait = SAMPLE_EVERY if held else min(quiet - still, timeout - (now - start))
         drawn = tracker.poll(min(wait, SAMPLE_EVERY) if busy is not None else wait)
         if busy is not None:
             busy.sample()

@@ -26,8 +26,9 @@ from Xlib.ext import xtest
 
 from clinigym.core.errors import InvalidAction, ProgramDied, ProgramError
 from clinigym.core.screen import Frame, changed_pixels
-from clinigym.runtime.busy import BusyMeter
+from clinigym.runtime.busy import BusyMeter, Hold
 from clinigym.runtime.damage import DamageUnavailable, DamageWatch, ScreenTracker, ServerClosed, settle_on_damage
+from clinigym.runtime.polling import settle_by_polling
 from clinigym.runtime.waiting import wait_for
 
 __all__ = ["DisplaySession", "Frame", "Geometry", "InputError", "changed_pixels"]
@@ -255,31 +256,17 @@ class DisplaySession:
 
     @_on_the_server
     def wait_settled(self, quiet: float = 0.25, timeout: float = 10.0, min_changed: int = 40,
-                     since: Frame | None = None, busy: BusyMeter | None = None) -> tuple[Frame, bool]:
+                     since: Frame | None = None, busy: BusyMeter | None = None,
+                     hold: Hold | None = None) -> tuple[Frame, bool]:
         """Wait until nothing changed more than `min_changed` pixels for `quiet` seconds
         (a blinking caret does not count), by this display's settle rule; with `busy`
-        (damage rule only), for its shorter window while the program is idle. Returns
-        the last frame and whether the screen settled before `timeout`."""
+        (damage rule only), for its shorter window while the program is idle; never while
+        `hold` says drawing is still owed. Returns the last frame and whether the screen
+        settled before `timeout`."""
         tracker = self.tracker(since, min_changed) if self.settle_rule == "damage" else None
         if tracker is not None:
-            return settle_on_damage(tracker, self.grab, quiet, timeout, busy)
-        return self._settle_polling(quiet, timeout, min_changed, since)
-
-    def _settle_polling(self, quiet: float, timeout: float, min_changed: int, since: Frame | None,
-                        interval: float = 0.025) -> tuple[Frame, bool]:
-        start = time.monotonic()
-        last = since or self.grab()
-        last_change = start
-        while True:
-            frame = self.grab()
-            if changed_pixels(frame.raw, last.raw) > min_changed:
-                last_change = frame.t
-                last = frame
-            if frame.t - last_change >= quiet:
-                return frame, True
-            if frame.t - start >= timeout:
-                return frame, False
-            time.sleep(interval)
+            return settle_on_damage(tracker, self.grab, quiet, timeout, busy, hold)
+        return settle_by_polling(self.grab, quiet, timeout, min_changed, since, hold)
 
     # -- input -----------------------------------------------------------------------
     def _sync(self) -> None:

@@ -126,6 +126,21 @@ def npm_variable(key: str) -> str:
     return f"NPM_{key.upper()}"
 
 
+class RescanSpec(Spec):
+    """A thread of the program that rescans state files on a timer and draws what it finds."""
+    thread: str = Field(min_length=1, description="regular expression on the thread's name (comm)")
+    files: list[str] = Field(min_length=1, description="the files it rescans, relative to the state folder")
+
+    @field_validator("thread")
+    @classmethod
+    def _regex(cls, v):
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return v
+
+
 class Settle(Spec):
     quiet: float = Field(0.25, gt=0, description="seconds without change that mean settled")
     timeout: float = Field(10.0, gt=0)
@@ -137,6 +152,16 @@ class Settle(Spec):
     timer_horizon: float | None = Field(None, gt=0, description=(
         "with idle_quiet: a program whose thread sleeps in a poll or epoll wait that a timer ends "
         "within this many seconds is not idle (it wakes by itself and may draw again)"))
+    timer_futex: bool = Field(False, description=(
+        "with timer_horizon: a thread in a timed futex wait due within the horizon counts too "
+        "(a JVM's timers and sleeps; read from the process's memory)"))
+    timer_ignore: str | None = Field(None, description=(
+        "with timer_horizon: a regular expression; threads whose name matches are left out of "
+        "the timer look (a VM's periodic housekeeping, a toolkit's own event loop)"))
+    rescan: RescanSpec | None = Field(None, description=(
+        "after a step changed one of its files, the screen is not settled until this thread has "
+        "woken once (a timed futex wait, such as a JVM's Thread.sleep, ended): what it draws then "
+        "belongs to that step"))
     first_idle_quiet: float | None = Field(None, gt=0, description=(
         "idle_quiet for the first screen of a reset: the pointer rests in a corner then, so a "
         "window that only outlasts a hover effect (a tooltip's delay) may be left out"))
@@ -147,6 +172,13 @@ class Settle(Spec):
             raise ValueError(f"idle_quiet ({self.idle_quiet:g}) must be shorter than quiet ({self.quiet:g})")
         if self.timer_horizon is not None and self.idle_quiet is None:
             raise ValueError("timer_horizon needs an idle_quiet")
+        if (self.timer_futex or self.timer_ignore is not None) and self.timer_horizon is None:
+            raise ValueError("timer_futex and timer_ignore need a timer_horizon")
+        if self.timer_ignore is not None:
+            try:
+                re.compile(self.timer_ignore)
+            except re.error as exc:
+                raise ValueError(f"timer_ignore is not a regular expression: {exc}") from None
         if self.first_idle_quiet is not None and (self.idle_quiet is None or self.first_idle_quiet > self.idle_quiet):
             raise ValueError("first_idle_quiet needs an idle_quiet at least as long")
         return self

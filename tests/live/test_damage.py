@@ -17,7 +17,7 @@ from Xlib import display as xdisplay
 
 from clinigym.core.errors import ProgramDied
 from clinigym.runtime.backends.local import cpu_of_groups
-from clinigym.runtime.busy import BusyMeter
+from clinigym.runtime.busy import BusyMeter, Hold
 from clinigym.runtime.damage import settle_on_damage, watch_changes
 from clinigym.runtime.display import DisplaySession, InputError, server_answers
 from clinigym.runtime.waiting import wait_for
@@ -273,3 +273,32 @@ def test_attaching_to_a_display_that_is_gone_is_its_death_and_leaves_nothing():
     with pytest.raises(ProgramDied, match=rf"^the X display is gone \(:{number}: "):
         DisplaySession(window_manager=None, number=number)
     assert set(Path(tempfile.gettempdir()).glob("clinigym-display-*")) == before
+
+
+@pytest.mark.parametrize("rule", ["damage", "polling"])
+def test_a_hold_keeps_the_screen_unsettled_and_waits_for_what_follows(session, painter, rule):
+    """Drawing still owed (a rescan due once a timer ends) holds the step past its quiet
+    window; what the program draws right after the hold ends is in the settled screen."""
+    session.settle_rule = rule
+    drawing: list[threading.Timer] = []
+    try:
+        before = session.grab()
+        released = time.monotonic() + 0.6
+
+        def owed() -> bool:
+            if time.monotonic() < released:
+                return True
+            if not drawing:   # the rescan's drawing comes just after the thread woke, as DICOMscope's
+                drawing.append(threading.Timer(0.05, painter.fill, (painter.white, 700, 700, 80, 80)))
+                drawing[0].start()
+            return False
+
+        start = time.monotonic()
+        frame, settled = session.wait_settled(quiet=0.15, timeout=5, since=before, hold=Hold(owed))
+        assert settled
+        assert time.monotonic() - start >= 0.6 + 0.15 - 0.05   # the hold, then a whole window again
+        assert (frame.rgb[740, 740] == 255).all()
+    finally:
+        for timer in drawing:
+            timer.join()
+        session.settle_rule = "damage"

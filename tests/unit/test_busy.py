@@ -58,11 +58,16 @@ def test_a_trickle_below_the_rate_is_idle():
 
 def test_a_timer_due_soon_is_not_idle():
     p = Program()
-    due = [True]
-    m = BusyMeter(lambda: p.cpu, window=0.15, max_rate=0.05, clock=lambda: p.now, waiting=lambda: due[0])
+    wake = [0.3]
+    m = BusyMeter(lambda: p.cpu, window=0.15, max_rate=0.05, clock=lambda: p.now,
+                  next_wake=lambda: wake[0], horizon=0.5)
     m.sample()
     p.run(0.2, 0.0)
     m.sample()
-    assert not m.idle()          # no CPU, but a timer will wake the program
-    due[0] = False
-    assert m.idle()
+    assert not m.idle()          # no CPU, but a timer will wake the program within the horizon
+    wake[0] = 0.6
+    assert m.idle()              # beyond the horizon
+    wake[0] = None
+    assert m.idle()              # no timer at all
+    wake[0] = 0.0
+    assert not m.idle()          # a thread runs

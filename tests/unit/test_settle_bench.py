@@ -18,16 +18,21 @@ def test_cpu_rate_between_marks():
 
 def test_early_settles_replays_the_idle_rule():
     # Changes at 0.2 and 0.9 s: the pause 0.4 .. 0.9 holds no CPU at all (a timed repaint).
-    cpu = [(100.0 + i * 0.03, min(i * 0.03, 0.4) * 0.5, False) for i in range(40)]
-    assert early_settles(cpu, 100.0, [0.2, 0.9], window=0.15, max_rate=0.05) == 1
-    assert early_settles(cpu, 100.0, [0.2, 0.9], window=0.6, max_rate=0.05) == 0
-    assert early_settles(cpu, 100.0, [0.2, 0.3], window=0.15, max_rate=0.05) == 0
+    cpu = [(100.0 + i * 0.03, min(i * 0.03, 0.4) * 0.5, None) for i in range(40)]
+    assert early_settles(cpu, 100.0, [0.2, 0.9], window=0.15, max_rate=0.05, quiet=0.8) == 1
+    assert early_settles(cpu, 100.0, [0.2, 0.9], window=0.6, max_rate=0.05, quiet=0.8) == 0
+    assert early_settles(cpu, 100.0, [0.2, 0.3], window=0.15, max_rate=0.05, quiet=0.8) == 0
+    # A pause of 0.7 s outlasts a 0.5 s quiet window too: the old rule ends that step as early.
+    assert early_settles(cpu, 100.0, [0.2, 0.9], window=0.15, max_rate=0.05, quiet=0.5) == 0
 
 
 def test_early_settles_counts_a_due_timer_as_work():
     # The same pause, with the repaint's timer seen pending from 0.4 s until it fires.
-    cpu = [(100.0 + i * 0.03, min(i * 0.03, 0.4) * 0.5, 0.4 <= i * 0.03 < 0.9) for i in range(40)]
-    assert early_settles(cpu, 100.0, [0.2, 0.9], window=0.15, max_rate=0.05) == 0
+    cpu = [(100.0 + i * 0.03, min(i * 0.03, 0.4) * 0.5, 0.9 - i * 0.03 if 0.4 <= i * 0.03 < 0.9 else None)
+           for i in range(40)]
+    assert early_settles(cpu, 100.0, [0.2, 0.9], window=0.15, max_rate=0.05, quiet=0.8, horizon=0.6) == 0
+    # With a horizon too short to see it, the timer does not hold the step.
+    assert early_settles(cpu, 100.0, [0.2, 0.9], window=0.15, max_rate=0.05, quiet=0.8, horizon=0.05) == 1
 
 
 def rule(p50, cpu):

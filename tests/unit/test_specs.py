@@ -101,6 +101,11 @@ def test_first_per_program():
      (0.5, 0.15, 0.05, None)),
     ("timer_horizon: 1.5", "timer_horizon needs an idle_quiet", "idle_quiet: 0.2, timer_horizon: 1.5",
      (0.5, 0.2, 0.05, 1.5)),
+    ("idle_quiet: 0.2, timer_futex: true", "timer_futex and timer_ignore need a timer_horizon",
+     "idle_quiet: 0.2, timer_horizon: 0.4, timer_futex: true", (0.5, 0.2, 0.05, 0.4)),
+    ("idle_quiet: 0.2, timer_horizon: 0.4, timer_ignore: '^(VM '",
+     "timer_ignore is not a regular expression: missing ), unterminated subpattern",
+     "idle_quiet: 0.2, timer_horizon: 0.4, timer_ignore: '^(VM |GC )'", (0.5, 0.2, 0.05, 0.4)),
 ])
 def test_idle_window_rules(tmp_path, bad, problem, good, expected):
     """The idle window is shorter than quiet; the timer look needs an idle window."""
@@ -115,3 +120,4 @@ def test_idle_window_rules(tmp_path, bad, problem, good, expected):
     path.write_text(path.read_text().replace(bad, good))
     settle = _load(path).settle
     assert (settle.quiet, settle.idle_quiet, settle.idle_cpu, settle.timer_horizon) == expected
+

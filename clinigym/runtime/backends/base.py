@@ -10,11 +10,12 @@ a container): the small set of `_`-methods at the end of the class.
 from __future__ import annotations
 
 import glob
+import math
 import os
+import re
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,9 +25,10 @@ from clinigym.core.errors import ProgramDied, ProgramError, WaitTimeout
 from clinigym.core.geometry import Box
 from clinigym.runtime import npm, procfs, pyenv
 from clinigym.runtime.browser import DevTools, RequestLog, chromium_command
-from clinigym.runtime.busy import BusyMeter
+from clinigym.runtime.busy import BusyMeter, Hold
 from clinigym.runtime.display import DisplaySession, Frame, Geometry
 from clinigym.runtime.fixtures import MODALITY_STUDIES, write_studies
+from clinigym.runtime.rescan import Rescan
 from clinigym.runtime.slots import claim, mark_owner
 from clinigym.runtime.waiting import wait_for
 from clinigym.spec.apps import AppSpec, Process, render
@@ -59,6 +61,8 @@ class Backend:
         self.devtools: DevTools | None = None
         self.requests: RequestLog | None = None
         self._versions: dict[str, str] | None = None
+        r = app.settle.rescan
+        self.rescan = Rescan(re.compile(r.thread), [self.state / f for f in r.files], self.pids) if r else None
         self._http = requests.Session()
         self._http.trust_env = False  # loopback only: never through a proxy
 
@@ -217,6 +221,8 @@ class Backend:
         # Park the pointer where it hovers nothing, so hover effects cannot differ between resets.
         display.move(self.geometry.width - 1, self.geometry.height - 1)
         self._restore_and_launch(args)
+        if self.rescan:
+            self.rescan.mark()
         self._start_input()
         frame, _ = self.settle(idle_quiet=self.app.settle.first_idle_quiet)
         ready = self.app.processes[-1].ready
@@ -235,9 +241,11 @@ class Backend:
     def settle(self, since: Frame | None = None, idle_quiet: float | None = None) -> tuple[Frame, bool]:
         s = self.app.settle
         idle_quiet = idle_quiet or s.idle_quiet
-        waiting = partial(self.wakes_soon, s.timer_horizon) if s.timer_horizon else None
-        busy = BusyMeter(self.cpu_seconds, idle_quiet, s.idle_cpu, waiting=waiting) if idle_quiet else None
-        return self.display.wait_settled(s.quiet, s.timeout, s.min_changed, since=since, busy=busy)
+        timers = self.next_wake if s.timer_horizon else None
+        busy = BusyMeter(self.cpu_seconds, idle_quiet, s.idle_cpu, next_wake=timers,
+                         horizon=s.timer_horizon or math.inf) if idle_quiet else None
+        hold = Hold(self.rescan.pending) if self.rescan else None
+        return self.display.wait_settled(s.quiet, s.timeout, s.min_changed, since=since, busy=busy, hold=hold)
 
     def stop(self) -> None:
         """Kill every process of the program (not the display)."""
@@ -382,10 +390,13 @@ class Backend:
         """The processes of the program and its display, as the host numbers them."""
         raise NotImplementedError
 
-    def wakes_soon(self, horizon: float) -> bool:
-        """Whether a process of the program or its display runs, or sleeps on a timer that ends
-        within `horizon` seconds (`procfs.wakes_soon`)."""
-        return any(procfs.wakes_soon(pid, horizon) for pid in self.pids())
+    def next_wake(self) -> float | None:
+        """Seconds until a process of the program or its display wakes by itself at the
+        latest (`procfs.next_wake`, with the program's futex and ignore settings)."""
+        s = self.app.settle
+        ignore = re.compile(s.timer_ignore) if s.timer_ignore else None
+        wakes = [w for pid in self.pids() if (w := procfs.next_wake(pid, s.timer_futex, ignore)) is not None]
+        return min(wakes, default=None)
 
 
 def base_environment() -> dict[str, str]:
