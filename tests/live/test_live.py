@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ from clinigym.envs import PUBLIC_INFO, ground_truth
 from clinigym.envs.live import LiveEnv
 from clinigym.recording import read_episode
 from clinigym.runtime.procfs import pids, stat
+from clinigym.runtime.waiting import wait_for
 from clinigym.spec.scenarios import all_scenarios
 from conftest import judged, oracle
 from subset import representative
@@ -143,11 +143,21 @@ def test_a_stopped_program_or_a_display_dying_mid_step_truncates_with_its_reason
     obs, info = env.reset(seed=0)
     dying = backend.procs["dicomscope"].pid
     xvfb = backend.display.process_groups()
-    # While the step's screen settles (its quiet window is 0.5 s): not before the step looks.
-    killer = threading.Timer(0.3, lambda: [os.killpg(g, signal.SIGKILL) for g in xvfb])
-    killer.start()
-    obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-    killer.join()
+    settle = backend.settle
+
+    def display_dies(**kwargs):
+        # The X server dies as the step's screen starts to settle, after the action: a timer
+        # would race the step itself (DICOMscope's idle window ends some steps in 0.25 s).
+        for group in xvfb:
+            os.killpg(group, signal.SIGKILL)
+        wait_for(lambda: not [p for p in pids() if (st := stat(p)) and st.pgid in xvfb and st.state != "Z"],
+                 10, "the X server to die")
+        return settle(**kwargs)
+    backend.settle = display_dies
+    try:
+        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+    finally:
+        del backend.settle
     assert truncated and info["end_reason"].startswith("the program stopped: the X display is gone")
     assert judged(env).failure == "app_crashed"
     recs = [read_episode(f) for f in sorted(tmp_path.iterdir())]
