@@ -77,10 +77,20 @@ def sleep_bound(syscall: str, memory: ReadMemory | None = None) -> float | None:
     return None if ms >= 1 << 31 else ms / 1000
 
 
-def _futex_bound(fields: list[str], memory: ReadMemory) -> float | None:
+def _timed_futex(fields: list[str]) -> tuple[int, int] | None:
+    """(op, address of its timespec) of a syscall line that is a futex wait with a timer."""
+    if _FUTEX is None or len(fields) < 7 or fields[0] != str(_FUTEX):
+        return None
     op, timeout = int(fields[2], 16), int(fields[4], 16)
     if op & _FUTEX_CMD not in (_FUTEX_WAIT, _FUTEX_WAIT_BITSET) or timeout == 0:
         return None   # no timer, or a call that is not a wait
+    return op, timeout
+
+
+def _futex_bound(fields: list[str], memory: ReadMemory) -> float | None:
+    if (timed := _timed_futex(fields)) is None:
+        return None
+    op, timeout = timed
     raw = memory(timeout, _TIMESPEC.size)
     if raw is None or len(raw) != _TIMESPEC.size:
         return 0.0    # unreadable: taken as awake, so the step waits its full window
@@ -151,11 +161,11 @@ def futex_timeout(pid: int, tid: int) -> bytes | None:
     runs or waits without a timer. A JVM computes a fresh deadline for every timed wait, so
     a different value means the thread woke and went back to sleep."""
     try:
-        fields = Path(f"/proc/{pid}/task/{tid}/syscall").read_text().split()
-        if _FUTEX is None or len(fields) < 7 or fields[0] != str(_FUTEX) or not int(fields[4], 16):
+        timed = _timed_futex(Path(f"/proc/{pid}/task/{tid}/syscall").read_text().split())
+        if timed is None:
             return None
         with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
-            return _memory_reader(mem)(int(fields[4], 16), _TIMESPEC.size)
+            return _memory_reader(mem)(timed[1], _TIMESPEC.size)
     except (OSError, ValueError):
         return None
 

@@ -35,6 +35,14 @@ class Rescan:
     pids: Callable[[], list[int]]
     _seen: list[int | None] = field(default_factory=list)
     _sleep: bytes | None = None
+    _where: tuple[int, int] | None = None   # (pid, tid) of the thread, once found
+
+    def _find(self) -> tuple[int, int] | None:
+        # Kept while the thread lives: a held step asks every 30 ms, and a JVM has dozens.
+        if self._where is None or not self.thread.search(procfs.comm("{}/task/{}".format(*self._where))):
+            self._where = next(((pid, tid) for pid in self.pids() for tid, name in procfs.threads(pid).items()
+                                if self.thread.search(name)), None)
+        return self._where
 
     def mark(self) -> None:
         """The files as they are now are known to the thread: nothing is pending."""
@@ -46,11 +54,10 @@ class Rescan:
         sleeps again (on a new deadline), what it will draw is still to come."""
         if [_stamp(f) for f in self.files] == self._seen:
             return False
-        found = [(pid, tid) for pid in self.pids() for tid, name in procfs.threads(pid).items()
-                 if self.thread.search(name)]
-        if not found:
+        found = self._find()
+        if found is None:
             return False   # no such thread (the program is gone or not started): nothing to wait for
-        sleep = procfs.futex_timeout(*found[0])
+        sleep = procfs.futex_timeout(*found)
         if sleep is None:
             return True    # it runs: its rescan may be under way
         if self._sleep is None:
