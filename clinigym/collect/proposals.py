@@ -97,35 +97,37 @@ def region_at(mask: np.ndarray, point: Sequence[float], margin: float = CONTAIN_
 
 def snap_to_border(rgb: np.ndarray, box: Sequence[int], max_px: int = SNAP_MAX) -> list[int]:
     """Grow a region (a pressed button's fill) over the border lines around it: on each
-    side, lines that differ (nearly everywhere) from the background just outside them."""
+    side, lines that differ (nearly everywhere) from the background just outside them and
+    end near the region's corners. A line running on past both corners is a neighbour's
+    edge (a title bar, a toolbar's rim), not the element's own border."""
     h, w = rgb.shape[:2]
     x1, y1, x2, y2 = (int(v) for v in box)
     img = rgb.astype(np.int16)
+    past = max_px + 1
 
-    def line(side: str, k: int) -> np.ndarray | None:
-        if side == "left":
-            x = x1 - k
-            return img[y1:y2 + 1, x] if 0 <= x < w else None
-        if side == "right":
-            x = x2 + k
-            return img[y1:y2 + 1, x] if 0 <= x < w else None
-        if side == "top":
-            y = y1 - k
-            return img[y, x1:x2 + 1] if 0 <= y < h else None
-        y = y2 + k
-        return img[y, x1:x2 + 1] if 0 <= y < h else None
+    def line(side: str, k: int) -> tuple[np.ndarray, list[tuple[int, int]]] | None:
+        """The k-th line outside `side`, and the points `past` px beyond its two ends."""
+        if side in ("left", "right"):
+            x = x1 - k if side == "left" else x2 + k
+            return (img[y1:y2 + 1, x], [(y1 - past, x), (y2 + past, x)]) if 0 <= x < w else None
+        y = y1 - k if side == "top" else y2 + k
+        return (img[y, x1:x2 + 1], [(y, x1 - past), (y, x2 + past)]) if 0 <= y < h else None
+
+    def runs_on(cur: np.ndarray, ends: list[tuple[int, int]]) -> bool:
+        colour = np.median(cur, axis=0)
+        return all(0 <= y < h and 0 <= x < w and np.abs(img[y, x] - colour).max() <= 24 for y, x in ends)
 
     grown = {}
     for side in ("left", "right", "top", "bottom"):
-        outside = line(side, max_px + 1)
+        outside = line(side, past)
         n = 0
         if outside is not None:
             for k in range(1, max_px + 1):
                 cur = line(side, k)
                 if cur is None:
                     break
-                differs = np.abs(cur - outside).max(axis=-1) > 24
-                if differs.mean() < 0.8:
+                differs = np.abs(cur[0] - outside[0]).max(axis=-1) > 24
+                if differs.mean() < 0.8 or runs_on(*cur):
                     break
                 n = k
         grown[side] = n

@@ -169,6 +169,17 @@ def test_press_feedback_snaps_to_the_border():
     assert proposals.feedback_box(before, pressed, (200, 150)) is None      # not at the point
 
 
+def test_press_feedback_does_not_snap_to_a_line_running_past_the_button():
+    # A button whose pressed look recolours its whole border, under a title bar's edge
+    # (DICOMscope's toolbar): that edge runs on past both corners, so it is not the border.
+    before = _screen()
+    before[45:48] = (78, 118, 168)
+    before[48] = (254, 254, 254)
+    pressed = before.copy()
+    pressed[50:70, 40:120] = (184, 207, 229)
+    assert proposals.feedback_box(before, pressed, (70, 60), snap_frame=before) == [40, 50, 119, 69]
+
+
 def test_highlight_box_ignores_other_changes():
     before = _screen()
     after = before.copy()
