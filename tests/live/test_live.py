@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,7 +114,10 @@ def test_killed_program_truncates_and_reset_recovers(app, backends, tmp_path):
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
     assert reward == 1.0 and not (terminated or truncated)
+    machine_tmp = set(Path(tempfile.gettempdir()).glob("org.chromium.Chromium.*"))
     backend.kill()   # as a crash would
+    if backend.app.dom_port:   # what the killed browser left (its singleton socket) is in the work folder
+        assert list(backend.tmp.glob("org.chromium.Chromium.*"))
     obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
     assert truncated and not terminated and reward == 0.0
     assert info["end_reason"].startswith("the program stopped:") and "exited" in info["end_reason"]
@@ -122,6 +127,7 @@ def test_killed_program_truncates_and_reset_recovers(app, backends, tmp_path):
     obs, info = env.reset(seed=0)      # self-healing: back to the pristine program
     obs, reward, _, _, info = env.step(agent.act(obs, info))
     assert reward == 1.0
+    assert set(Path(tempfile.gettempdir()).glob("org.chromium.Chromium.*")) == machine_tmp
     env.close()
 
 

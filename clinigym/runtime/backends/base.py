@@ -56,6 +56,10 @@ class Backend:
         self.pristine = self.workdir / "pristine"
         self.logs = self.workdir / "logs"
         self.logs.mkdir()
+        # The programs' temporary files: what a killed program leaves there (Chromium's
+        # singleton socket folder) goes with the work folder, not into the machine's /tmp.
+        self.tmp = self.workdir / "tmp"
+        self.tmp.mkdir()
         self.ports = slot.ports
         self.display: DisplaySession | None = None
         self.devtools: DevTools | None = None
@@ -130,7 +134,7 @@ class Backend:
     def _env(self, extra: dict[str, str]) -> dict[str, str]:
         env = self._base_env()
         env.update({"DISPLAY": self._ensure_display().name, "HOME": str(self.state / "home"),
-                    "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "NO_AT_BRIDGE": "1", "TZ": "UTC"})
+                    "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "NO_AT_BRIDGE": "1", "TZ": "UTC", "TMPDIR": str(self.tmp)})
         env.update({k: self.render(v) for k, v in extra.items()})
         return env
 
