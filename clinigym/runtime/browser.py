@@ -81,7 +81,10 @@ class DevTools:
         self._http.trust_env = False   # loopback: never through a proxy
 
     def _pages(self) -> list[dict]:
-        targets = self._http.get(f"http://127.0.0.1:{self.port}/json", timeout=2).json()
+        try:
+            targets = self._http.get(f"http://127.0.0.1:{self.port}/json", timeout=2).json()
+        except (requests.RequestException, ValueError) as exc:
+            raise DevToolsError(f"DevTools on port {self.port}: {type(exc).__name__}: {exc}") from None
         pages = [t for t in targets if t.get("type") == "page"]
         for gone in set(self._ws) - {p["id"] for p in pages}:
             self._drop(gone)

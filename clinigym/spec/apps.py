@@ -162,6 +162,10 @@ class Settle(Spec):
         "after a step changed one of its files, the screen is not settled until this thread has "
         "woken once (a timed futex wait, such as a JVM's Thread.sleep, ended): what it draws then "
         "belongs to that step"))
+    page_busy: str | None = Field(None, min_length=1, description=(
+        "a JavaScript expression evaluated in the front page (needs dom_port) when the screen looks "
+        "settled: while it is true, the page's own work is under way (a request in flight, a timer due "
+        "soon) and the screen is not settled"))
     first_idle_quiet: float | None = Field(None, gt=0, description=(
         "idle_quiet for the first screen of a reset: the pointer rests in a corner then, so a "
         "window that only outlasts a hover effect (a tooltip's delay) may be left out"))
@@ -249,6 +253,8 @@ class AppSpec(Spec):
                 raise ValueError("database: a postgresql:// URI on loopback (127.0.0.1, localhost or a Unix socket)")
         if self.dom_port and self.dom_port not in self.ports:
             raise ValueError(f"dom_port {self.dom_port!r} is not in ports")
+        if self.settle.page_busy and not self.dom_port:
+            raise ValueError("settle.page_busy needs a dom_port (a browser program's DevTools)")
         text = self.model_dump_json()
         for var in _VAR.findall(text):
             if var not in known:

@@ -37,6 +37,8 @@ def app_file(tmp_path: Path, extra: str) -> Path:
     ("restore_before: server\n", "", "restore_before names no process: 'server'"),
     ("settle: {quiet: 1.5, first_idle_quiet: 0.3}\n", "settle", "needs an idle_quiet at least as long"),
     ("settle: {quiet: 1.5, idle_quiet: 0.3, first_idle_quiet: 0.5}\n", "settle", "needs an idle_quiet"),
+    ("settle: {page_busy: 'window.busy()'}\n", "", "settle.page_busy needs a dom_port"),
+    ("settle: {page_busy: ''}\n", "settle.page_busy", "at least 1 character"),
 ])
 def test_malformed_program_fields_name_field_and_problem(tmp_path, extra, field, problem):
     with pytest.raises(SpecError) as err:

@@ -24,7 +24,7 @@ import requests
 from clinigym.core.errors import ProgramDied, ProgramError, WaitTimeout
 from clinigym.core.geometry import Box
 from clinigym.runtime import npm, procfs, pyenv
-from clinigym.runtime.browser import DevTools, RequestLog, chromium_command
+from clinigym.runtime.browser import DevTools, DevToolsError, RequestLog, chromium_command
 from clinigym.runtime.busy import BusyMeter, Hold
 from clinigym.runtime.display import DisplaySession, Frame, Geometry
 from clinigym.runtime.fixtures import MODALITY_STUDIES, write_studies
@@ -248,8 +248,18 @@ class Backend:
         timers = self.next_wake if s.timer_horizon else None
         busy = BusyMeter(self.cpu_seconds, idle_quiet, s.idle_cpu, next_wake=timers,
                          horizon=s.timer_horizon or math.inf) if idle_quiet else None
-        hold = Hold(self.rescan.pending) if self.rescan else None
+        owed = [p for p in (self.rescan and self.rescan.pending, s.page_busy and self._page_busy) if p]
+        hold = Hold(lambda: any(p() for p in owed)) if owed else None
         return self.display.wait_settled(s.quiet, s.timeout, s.min_changed, since=since, busy=busy, hold=hold)
+
+    def _page_busy(self) -> bool:
+        """Whether the page says its own work is under way (`settle.page_busy`); a page that
+        cannot answer (the browser gone, a page between documents) holds nothing: the
+        windows alone decide, as for any program."""
+        try:
+            return bool(self.dom_client().evaluate(self.app.settle.page_busy))
+        except DevToolsError:
+            return False
 
     def stop(self) -> None:
         """Kill every process of the program (not the display)."""
@@ -319,9 +329,13 @@ class Backend:
             return Box(x1 / 100 * g.width, y1 / 100 * g.height, x2 / 100 * g.width, y2 / 100 * g.height)
         if self.app.dom_port is None:
             raise ValueError(f"{self.app.name} has no DOM: a selector target needs a browser program")
+        return self.dom_client().element_box(target.selector, target.text)
+
+    def dom_client(self) -> DevTools:
+        """The DevTools client of a browser program, connected on first use."""
         if self.devtools is None:
             self.devtools = DevTools(self.ports[self.app.dom_port])
-        return self.devtools.element_box(target.selector, target.text)
+        return self.devtools
 
     def has_window(self, pattern: str) -> bool:
         return self.display.has_window(pattern)
