@@ -45,8 +45,9 @@ class Ready(Spec):
     dom: str | None = Field(None, description="CSS selector that must be visible (browser programs)")
     painted: list[int] | None = Field(
         None, min_length=4, max_length=4,
-        description="screen box [x1, y1, x2, y2] that the settled first screen must show drawn (a pixel "
-                    "brighter than 200): a window still black while the program loads is not settled")
+        description="screen box [x1, y1, x2, y2] that the settled first screen must show drawn (not all "
+                    "one colour): a window still black, or a pane still empty, while the program loads "
+                    "is not settled")
     timeout: float = 60.0
 
 

@@ -232,10 +232,11 @@ class Backend:
         ready = self.app.processes[-1].ready
         if ready.painted:
             # Some programs show their window black for seconds while they load (and may unmap
-            # it once more): a quiet black screen is not the settled first screen.
+            # it once more), or their panes empty while they ask their server for what to show:
+            # a quiet plain screen is not the settled first screen.
             x1, y1, x2, y2 = ready.painted
             deadline = time.monotonic() + ready.timeout
-            while int(frame.rgb[y1:y2, x1:x2].max()) <= 200:
+            while plain(frame.rgb[y1:y2, x1:x2]):
                 if time.monotonic() > deadline:
                     raise WaitTimeout(f"{self.app.name}: nothing drawn in {ready.painted} "
                                       f"after {ready.timeout:g}s")
@@ -415,6 +416,11 @@ class Backend:
         ignore = re.compile(s.timer_ignore) if s.timer_ignore else None
         wakes = [w for pid in self.pids() if (w := procfs.next_wake(pid, s.timer_futex, ignore)) is not None]
         return min(wakes, default=None)
+
+
+def plain(region) -> bool:
+    """Whether an image region is one colour: nothing drawn in it yet."""
+    return not (region != region[:1, :1]).any()
 
 
 def base_environment() -> dict[str, str]:
