@@ -39,7 +39,7 @@ def first_change(backend: Backend, base: Frame) -> Frame | None:
     """The first screen that differs from `base`; None once the program has shown nothing
     for PRESS_WAIT and sits idle on the CPU, or after PRESS_LONGEST. On a loaded machine
     a program still handling the press paints its pressed look after any fixed bound."""
-    meter = BusyMeter(backend.cpu_seconds, PRESS_IDLE, backend.app.settle.idle_cpu)
+    meter = BusyMeter(backend.work_seconds, PRESS_IDLE, backend.app.settle.idle_cpu)
     start = time.monotonic()
     while True:
         frame = backend.display.grab()

@@ -79,7 +79,7 @@ def _watching(env: LiveEnv, seconds: float, found: list[dict]):
         tracker = backend.display.tracker(since, backend.app.settle.min_changed)
         tracker.batch = 0.0      # the watch times every drawing, not batches of them
         def sample() -> Sample:
-            return time.monotonic(), backend.cpu_seconds(), backend.next_wake() if idle.timer_horizon else None
+            return time.monotonic(), backend.work_seconds(), backend.next_wake() if idle.timer_horizon else None
 
         t0 = time.monotonic()
         cpu = [sample()]

@@ -148,7 +148,8 @@ class Settle(Spec):
     min_changed: int = Field(40, ge=0, description="changes of fewer pixels are ignored (carets)")
     idle_quiet: float | None = Field(None, gt=0, description=(
         "seconds without change that mean settled while the program (its processes and display, "
-        "or its container) uses less than idle_cpu cores; measured per program by `clinigym bench`"))
+        "or its container, and the server processes of its database) uses less than idle_cpu cores; "
+        "measured per program by `clinigym bench`"))
     idle_cpu: float = Field(0.05, gt=0, description="cores below which the program counts as idle")
     timer_horizon: float | None = Field(None, gt=0, description=(
         "with idle_quiet: a program whose thread sleeps in a poll or epoll wait that a timer ends "

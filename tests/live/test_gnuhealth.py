@@ -65,6 +65,32 @@ def test_the_record_is_the_fixtures(backends):
     assert backend.sql("SELECT count(*) FROM gnuhealth_imaging_orthanc_study") == [["0"]]
 
 
+def test_the_databases_work_is_the_programs(backends):
+    """A query on the program's database counts as the program's work (the settle's idle
+    look sees it); the same query on another database does not."""
+    backend = backends("gnuhealth")
+    backend.reset([])
+    url = backend.render(backend.app.database)
+
+    def beyond_own(database: str) -> float:
+        """Work seconds counted beyond the program's own processes while a query of about a
+        second of CPU runs in `database`."""
+        query = subprocess.Popen(["psql", url.rsplit("/", 1)[0] + "/" + database, "-X", "-Atq", "-c",
+                                  "SELECT count(*) FROM generate_series(1, 20000000)"], stdout=subprocess.DEVNULL)
+        work, own = backend.work_seconds(), backend.cpu_seconds()
+        last = [work, own]
+        def ended() -> bool:
+            # The counter sees a server process while it lives: read it until the query ends.
+            last[:] = backend.work_seconds(), backend.cpu_seconds()
+            return query.poll() is not None
+        wait_for(ended, 60, "the query to end", interval=0.05)
+        assert query.returncode == 0
+        return (last[0] - work) - (last[1] - own)
+
+    assert beyond_own(url.rsplit("/", 1)[1]) > 0.5
+    assert abs(beyond_own("postgres")) < 0.05
+
+
 def open_patient(ref: str) -> list[Action]:
     # The row's centre, as the oracle clicks: the pointer then rests where no tooltip shows
     # over the Focus on row.

@@ -1,7 +1,7 @@
 """`ready.painted`: the first screen is settled only once its box shows something drawn."""
 import numpy as np
 
-from clinigym.runtime.backends.base import plain
+from clinigym.runtime.backends.settling import plain
 
 
 def region(fill, h=38, w=300):

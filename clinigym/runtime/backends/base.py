@@ -3,14 +3,13 @@ that conditions use.
 
 Lifecycle: `reset()` kills the program's processes, restores the pristine state
 folder (made once by the program file's `prepare` steps) and relaunches every
-process, waiting for each one's readiness and then for a settled screen.
+process, waiting for each one's readiness and then for a settled screen (`settling.py`).
 Backends differ only in where the display and the processes run (this machine,
 a container): the small set of `_`-methods at the end of the class.
 """
 from __future__ import annotations
 
 import glob
-import math
 import os
 import re
 import shutil
@@ -23,9 +22,9 @@ import requests
 
 from clinigym.core.errors import ProgramDied, ProgramError, WaitTimeout
 from clinigym.core.geometry import Box
-from clinigym.runtime import npm, procfs, pyenv
-from clinigym.runtime.browser import DevTools, DevToolsError, RequestLog, chromium_command
-from clinigym.runtime.busy import BusyMeter, Hold
+from clinigym.runtime import npm, pyenv
+from clinigym.runtime.backends.settling import Settling
+from clinigym.runtime.browser import DevTools, RequestLog, chromium_command
 from clinigym.runtime.display import DisplaySession, Frame, Geometry
 from clinigym.runtime.fixtures import MODALITY_STUDIES, write_studies
 from clinigym.runtime.rescan import Rescan
@@ -43,7 +42,7 @@ class Health(NamedTuple):
     stopped: list[str]                   # processes with a process stopped by a signal (state T)
 
 
-class Backend:
+class Backend(Settling):
     kind = "?"
 
     def __init__(self, app: AppSpec, geometry: Geometry = Geometry()):
@@ -228,39 +227,7 @@ class Backend:
         if self.rescan:
             self.rescan.mark()
         self._start_input()
-        frame, _ = self.settle(idle_quiet=self.app.settle.first_idle_quiet)
-        ready = self.app.processes[-1].ready
-        if ready.painted:
-            # Some programs show their window black for seconds while they load (and may unmap
-            # it once more), or their panes empty while they ask their server for what to show:
-            # a quiet plain screen is not the settled first screen.
-            x1, y1, x2, y2 = ready.painted
-            deadline = time.monotonic() + ready.timeout
-            while plain(frame.rgb[y1:y2, x1:x2]):
-                if time.monotonic() > deadline:
-                    raise WaitTimeout(f"{self.app.name}: nothing drawn in {ready.painted} "
-                                      f"after {ready.timeout:g}s")
-                frame, _ = self.settle(since=frame)
-        return frame
-
-    def settle(self, since: Frame | None = None, idle_quiet: float | None = None) -> tuple[Frame, bool]:
-        s = self.app.settle
-        idle_quiet = idle_quiet or s.idle_quiet
-        timers = self.next_wake if s.timer_horizon else None
-        busy = BusyMeter(self.cpu_seconds, idle_quiet, s.idle_cpu, next_wake=timers,
-                         horizon=s.timer_horizon or math.inf) if idle_quiet else None
-        owed = [p for p in (self.rescan and self.rescan.pending, s.page_busy and self._page_busy) if p]
-        hold = Hold(lambda: any(p() for p in owed)) if owed else None
-        return self.display.wait_settled(s.quiet, s.timeout, s.min_changed, since=since, busy=busy, hold=hold)
-
-    def _page_busy(self) -> bool:
-        """Whether the page says its own work is under way (`settle.page_busy`); a page that
-        cannot answer (the browser gone, a page between documents) holds nothing: the
-        windows alone decide, as for any program."""
-        try:
-            return bool(self.dom_client().evaluate(self.app.settle.page_busy))
-        except DevToolsError:
-            return False
+        return self.first_screen()
 
     def stop(self) -> None:
         """Kill every process of the program (not the display)."""
@@ -402,25 +369,12 @@ class Backend:
 
     def cpu_seconds(self) -> float:
         """CPU seconds the program and its display have used so far (a counter: only
-        differences mean something); what tells whether the program is still busy."""
+        differences mean something); with its database's, `work_seconds`."""
         raise NotImplementedError
 
     def pids(self) -> list[int]:
         """The processes of the program and its display, as the host numbers them."""
         raise NotImplementedError
-
-    def next_wake(self) -> float | None:
-        """Seconds until a process of the program or its display wakes by itself at the
-        latest (`procfs.next_wake`, with the program's futex and ignore settings)."""
-        s = self.app.settle
-        ignore = re.compile(s.timer_ignore) if s.timer_ignore else None
-        wakes = [w for pid in self.pids() if (w := procfs.next_wake(pid, s.timer_futex, ignore)) is not None]
-        return min(wakes, default=None)
-
-
-def plain(region) -> bool:
-    """Whether an image region is one colour: nothing drawn in it yet."""
-    return not (region != region[:1, :1]).any()
 
 
 def base_environment() -> dict[str, str]:
