@@ -50,6 +50,14 @@ class Ready(Spec):
                     "is not settled")
     timeout: float = 60.0
 
+    @field_validator("painted")
+    @classmethod
+    def _a_box(cls, v):
+        # An empty box is one colour forever: every reset would wait out the timeout.
+        if v is not None and not (0 <= v[0] < v[2] and 0 <= v[1] < v[3]):
+            raise ValueError(f"not a box [x1, y1, x2, y2] with 0 <= x1 < x2 and 0 <= y1 < y2: {v}")
+        return v
+
 
 class Process(Spec):
     name: str

@@ -121,3 +121,22 @@ def test_idle_window_rules(tmp_path, bad, problem, good, expected):
     settle = _load(path).settle
     assert (settle.quiet, settle.idle_quiet, settle.idle_cpu, settle.timer_horizon) == expected
 
+
+
+@pytest.mark.parametrize("box, problem", [
+    ("[0, 104, 0, 142]", "not a box [x1, y1, x2, y2] with 0 <= x1 < x2 and 0 <= y1 < y2: [0, 104, 0, 142]"),
+    ("[10, 50, 300, 20]", "not a box [x1, y1, x2, y2] with 0 <= x1 < x2 and 0 <= y1 < y2: [10, 50, 300, 20]"),
+    ("[-5, 0, 300, 20]", "not a box [x1, y1, x2, y2] with 0 <= x1 < x2 and 0 <= y1 < y2: [-5, 0, 300, 20]"),
+])
+def test_painted_is_a_box(tmp_path, box, problem):
+    """An empty `painted` box would hold every reset to its timeout: refused at load."""
+    from clinigym.spec.apps import _load
+    folder = tmp_path / "lab"
+    folder.mkdir()
+    path = write(folder, "name: lab\ntitle: Lab\nprocesses:\n"
+                         f"  - {{name: lab, command: [xmessage, hi], ready: {{painted: {box}}}}}\n", "app.yaml")
+    with pytest.raises(SpecError) as err:
+        _load(path)
+    assert err.value.field == "processes[0].ready.painted" and problem in err.value.problem
+    path.write_text(path.read_text().replace(box, "[0, 104, 300, 142]"))
+    assert _load(path).processes[0].ready.painted == [0, 104, 300, 142]
