@@ -96,6 +96,20 @@ def test_first_per_program():
         assert [s.key for s in picked if s.app == app] == keys[:2]
 
 
+def refused_then_loaded(tmp_path: Path, processes: str, bad: str, good: str, field: str, problem: str):
+    """A program file (its `processes:` and what follows) refused with `problem` at `field`,
+    then loaded once `bad` is replaced by `good`: the loaded program."""
+    from clinigym.spec.apps import _load
+    folder = tmp_path / "lab"
+    folder.mkdir()
+    path = write(folder, "name: lab\ntitle: Lab\nprocesses:\n" + processes, "app.yaml")
+    with pytest.raises(SpecError) as err:
+        _load(path)
+    assert err.value.field == field and problem in err.value.problem
+    path.write_text(path.read_text().replace(bad, good))
+    return _load(path)
+
+
 @pytest.mark.parametrize("bad, problem, good, expected", [
     ("idle_quiet: 0.5", "idle_quiet (0.5) must be shorter than quiet (0.5)", "idle_quiet: 0.15",
      (0.5, 0.15, 0.05, None)),
@@ -109,18 +123,9 @@ def test_first_per_program():
 ])
 def test_idle_window_rules(tmp_path, bad, problem, good, expected):
     """The idle window is shorter than quiet; the timer look needs an idle window."""
-    from clinigym.spec.apps import _load
-    folder = tmp_path / "lab"
-    folder.mkdir()
-    path = write(folder, "name: lab\ntitle: Lab\nprocesses:\n  - {name: lab, command: [xmessage, hi]}\n"
-                         f"settle: {{quiet: 0.5, {bad}}}\n", "app.yaml")
-    with pytest.raises(SpecError) as err:
-        _load(path)
-    assert err.value.field == "settle" and problem in err.value.problem
-    path.write_text(path.read_text().replace(bad, good))
-    settle = _load(path).settle
+    settle = refused_then_loaded(tmp_path, "  - {name: lab, command: [xmessage, hi]}\n"
+                                 f"settle: {{quiet: 0.5, {bad}}}\n", bad, good, "settle", problem).settle
     assert (settle.quiet, settle.idle_quiet, settle.idle_cpu, settle.timer_horizon) == expected
-
 
 
 @pytest.mark.parametrize("box, problem", [
@@ -130,13 +135,6 @@ def test_idle_window_rules(tmp_path, bad, problem, good, expected):
 ])
 def test_painted_is_a_box(tmp_path, box, problem):
     """An empty `painted` box would hold every reset to its timeout: refused at load."""
-    from clinigym.spec.apps import _load
-    folder = tmp_path / "lab"
-    folder.mkdir()
-    path = write(folder, "name: lab\ntitle: Lab\nprocesses:\n"
-                         f"  - {{name: lab, command: [xmessage, hi], ready: {{painted: {box}}}}}\n", "app.yaml")
-    with pytest.raises(SpecError) as err:
-        _load(path)
-    assert err.value.field == "processes[0].ready.painted" and problem in err.value.problem
-    path.write_text(path.read_text().replace(box, "[0, 104, 300, 142]"))
-    assert _load(path).processes[0].ready.painted == [0, 104, 300, 142]
+    app = refused_then_loaded(tmp_path, f"  - {{name: lab, command: [xmessage, hi], ready: {{painted: {box}}}}}\n",
+                              box, "[0, 104, 300, 142]", "processes[0].ready.painted", problem)
+    assert app.processes[0].ready.painted == [0, 104, 300, 142]
