@@ -188,7 +188,8 @@ def format_settle(apps: list[dict]) -> str:
                  f"are idle; first/last = first and last change after the "
                  f"action in a {WATCH_SECONDS:g} s watch (p50; last max = the latest seen), gap max = the longest "
                  f"pause between changes of one step; gap cpu / tail cpu = the program's own CPU use "
-                 f"(its processes and display; % of one core, the highest of any step) in that pause and after "
+                 f"(its processes and display, and its database's server processes; % of one core, the highest of any "
+                 f"step) in that pause and after "
                  f"its last change; early = pauses shorter than quiet in which the idle window would have "
                  f"ended the step before the program drew again; step and cpu/step (env process CPU) by the "
                  f"{new} rule, old = the {old} rule, x = old over new")
