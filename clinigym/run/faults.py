@@ -15,11 +15,10 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from clinigym.core.errors import ClinigymError
-from clinigym.runtime.procfs import comm, stat, tree
+from clinigym.runtime.procfs import cmdline, comm, stat, tree
 
 DISPLAY_PROGRAMS = {"Xvfb", "openbox"}     # a display's own processes: not the program's
 
@@ -34,18 +33,11 @@ class Target:
     container: Any = None                          # a docker-py container (Docker backend)
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def workers(run: int) -> list[int]:
     """The run's worker processes: its children started by multiprocessing (not its
     resource tracker), or the run itself when it has none."""
     children = [p for p in tree(run) if (st := stat(p)) and st.ppid == run]
-    spawned = [p for p in children if "spawn_main" in _cmdline(p)]
+    spawned = [p for p in children if "spawn_main" in cmdline(p)]
     return spawned or [run]
 
 

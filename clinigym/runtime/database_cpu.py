@@ -8,26 +8,8 @@ title (`postgres: [cluster: ]user database client state`, PostgreSQL's `update_p
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from clinigym.runtime import procfs
-
-_TICKS = 100.0   # USER_HZ: the unit of /proc's CPU times on Linux
-
-
-def _title(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    try:
-        name, fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
-    except (OSError, ValueError):
-        return None
-    return [name.split("(", 1)[-1], *fields.split()]
 
 
 class DatabaseCpu:
@@ -48,16 +30,15 @@ class DatabaseCpu:
             if pid not in live:
                 self.ended += self.serving.pop(pid)
         for pid in live - self.others - self.serving.keys():
-            fields = _stat_fields(pid)
-            if fields is None or fields[0] != "postgres":
+            st = procfs.stat(pid)
+            if st is None or st.name != "postgres":
                 self.others.add(pid)
-            elif self.title.match(_title(pid)):
+            elif self.title.match(procfs.cmdline(pid)):
                 self.serving[pid] = 0.0
         for pid in list(self.serving):
-            fields = _stat_fields(pid)
-            if fields is None or fields[0] != "postgres":   # ended between the reads, or reused
+            st = procfs.stat(pid)
+            if st is None or st.name != "postgres":   # ended between the reads, or reused
                 self.ended += self.serving.pop(pid)
-                continue
-            # utime and stime: fields 14 and 15 of stat(5), here at 12 and 13 after the name.
-            self.serving[pid] = (int(fields[12]) + int(fields[13])) / _TICKS
+            else:
+                self.serving[pid] = st.cpu
         return self.ended + sum(self.serving.values())

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+_TICK = os.sysconf("SC_CLK_TCK")   # the unit of /proc's CPU times
+
 
 class ProcStat(NamedTuple):
     state: str
@@ -18,21 +20,34 @@ class ProcStat(NamedTuple):
     pgid: int
     sid: int
     start: str     # clock ticks after boot: with the pid, it names one process (pids are reused)
+    name: str      # comm
+    cpu: float     # seconds used so far, user + system
 
 
 def stat(pid: int) -> ProcStat | None:
     try:
         # The name in parentheses may hold spaces and parentheses: the fields follow the last ")".
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+        head, tail = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
+    except (OSError, ValueError):
         return None
-    return ProcStat(fields[0], int(fields[1]), int(fields[2]), int(fields[3]), fields[19])
+    f = tail.split()
+    # utime and stime are fields 14 and 15 of stat(5): here 11 and 12, after pid and name.
+    return ProcStat(f[0], int(f[1]), int(f[2]), int(f[3]), f[19], head.split("(", 1)[-1],
+                    (int(f[11]) + int(f[12])) / _TICK)
 
 
 def comm(pid: int | str) -> str:
     """The name of a process (or of a thread: "PID/task/TID")."""
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def cmdline(pid: int) -> str:
+    """A process's command line, arguments joined by spaces (its title, if it set one)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
 

@@ -32,7 +32,8 @@ def odd_sleeper(tmp_path):
 def test_stat_reads_the_fields_after_the_name(odd_sleeper):
     [child] = set(procfs.tree(odd_sleeper.pid)) - {odd_sleeper.pid}
     st = procfs.stat(child)
-    assert procfs.comm(child) == "a) (b c"
+    assert procfs.comm(child) == "a) (b c" == st.name
+    assert procfs.cmdline(child).endswith("a) (b c 60 ")
     assert (st.ppid, st.pgid, st.sid) == (odd_sleeper.pid, odd_sleeper.pid, odd_sleeper.pid)
     assert st.state in ("S", "R")
     assert procfs.tree(odd_sleeper.pid) == {odd_sleeper.pid: procfs.stat(odd_sleeper.pid).start,
@@ -43,6 +44,9 @@ def test_this_process():
     st = procfs.stat(os.getpid())
     assert (st.ppid, st.pgid, st.sid) == (os.getppid(), os.getpgid(0), os.getsid(0))
     assert st.state == "R" and int(st.start) > 0
+    # CPU seconds: the kernel's count agrees with this process's own (to its clock tick).
+    times = os.times()
+    assert abs(procfs.stat(os.getpid()).cpu - (times.user + times.system)) <= 0.02
     assert os.getpid() in procfs.pids()
 
 
@@ -50,7 +54,7 @@ def test_a_process_that_is_gone():
     done = subprocess.Popen(["/bin/true"])
     done.wait()
     assert procfs.stat(done.pid) is None
-    assert procfs.comm(done.pid) == ""
+    assert procfs.comm(done.pid) == "" == procfs.cmdline(done.pid)
     assert procfs.tree(done.pid) == {}
 
 

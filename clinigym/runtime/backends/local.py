@@ -131,13 +131,9 @@ def _rss(pid: str) -> int:
     return 0
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
 def _cpu(pid: str) -> float:
-    # Fields after the command (which may hold spaces): utime and stime are the 12th and 13th.
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
+    st = stat(int(pid))
+    return st.cpu if st else 0.0   # ended meanwhile: it counts no more
 
 
 def rss_of_groups(pgids: set[int]) -> int:
