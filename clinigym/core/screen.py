@@ -21,8 +21,8 @@ class Frame:
 
     @property
     def rgb(self) -> np.ndarray:
-        # Channel by channel: 6x faster than copying the reversed view (3 ms against 20 ms for
-        # 1920x1080), and it is made once per step.
+        # Channel by channel: 6x less CPU than copying the reversed view (3 ms against 20 ms
+        # for 1920x1080, measured), and it is made every step.
         out = np.empty(self.bgra.shape[:2] + (3,), np.uint8)
         for i in range(3):
             out[:, :, i] = self.bgra[:, :, 2 - i]
