@@ -27,8 +27,7 @@ class ProcStat(NamedTuple):
 def stat(pid: int) -> ProcStat | None:
     try:
         # The name in parentheses may hold spaces and parentheses: the fields follow the last ")".
-        with open(f"/proc/{pid}/stat") as fh:   # read often: no Path object (a third of the cost)
-            head, tail = fh.read().rsplit(")", 1)
+        head, tail = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
     except (OSError, ValueError):
         return None
     f = tail.split()
