@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clinigym.run.footprint import Footprint
+from clinigym.bench.footprint import Footprint
 from clinigym.runtime.waiting import wait_for
 
 BOUND = 20.0    # seconds a stopped run may take to close everything and exit

@@ -168,9 +168,9 @@ def cmd_agents(args) -> int:
 
 def cmd_bench(args) -> int:
     if args.throughput:
-        from clinigym.run.throughput_bench import run_throughput
+        from clinigym.bench.throughput import run_throughput
         return run_throughput(Path(args.out) if args.out else None, args.rounds)
-    from clinigym.run.bench import run_bench
+    from clinigym.bench.latency import run_bench
     from clinigym.spec.apps import app_names
     return run_bench(args.apps or app_names(), args.repeats, Path(args.out) if args.out else None, args.backends,
                      side_by_side=None if args.side_by_side == "none" else args.side_by_side,

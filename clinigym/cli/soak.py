@@ -1,5 +1,5 @@
 """`clinigym soak`: a long pool run of the oracle with faults injected from outside, and what
-it left (clinigym/run/soak.py)."""
+it left (clinigym/bench/soak.py)."""
 from __future__ import annotations
 
 import json
@@ -32,7 +32,7 @@ def format_soak(result) -> str:
 
 
 def cmd_soak(args) -> int:
-    from clinigym.run.soak import soak
+    from clinigym.bench.soak import soak
     out = Path(args.out)
     result = soak(out, args.episodes, args.faults, args.workers, args.seed, progress=not args.no_progress)
     data = result.to_json()

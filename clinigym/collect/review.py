@@ -15,7 +15,7 @@ from pathlib import Path
 
 from clinigym.collect.errors import ActionError
 from clinigym.collect.quality import validate_box
-from clinigym.core.records import StepRecord
+from clinigym.core.recording_schema import StepRecord
 from clinigym.eval.export import percent_box
 from clinigym.recording import read_episode
 from clinigym.spec.medspot import GroundTruth, MedspotStep, MedspotTask, write_dataset

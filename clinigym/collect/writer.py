@@ -219,7 +219,7 @@ def save_demonstration(session: CollectSession, path: Path) -> Path:
 
 def replay(session: CollectSession, path: Path) -> tuple[dict, Path]:
     """The oracle on the written scenario (same backend), recorded into the dataset's episodes."""
-    from clinigym.envs.live import LiveEnv
+    from clinigym.envs.steps import StepsEnv
     from clinigym.eval.scoring import score_dirs
     from clinigym.run.runner import agent_for, run_episode
     from clinigym.spec.scenarios import load_scenario
@@ -227,7 +227,7 @@ def replay(session: CollectSession, path: Path) -> tuple[dict, Path]:
     episodes = session.dataset / "episodes"
     episodes.mkdir(parents=True, exist_ok=True)
     before = set(episodes.iterdir())
-    env = LiveEnv(load_scenario(path), backend=session.backend, record_dir=episodes, agent_name="oracle")
+    env = StepsEnv(load_scenario(path), backend=session.backend, record_dir=episodes, agent_name="oracle")
     error = None
     try:
         run_episode(env, agent_for(env, "oracle"), 0)

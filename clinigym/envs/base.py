@@ -19,7 +19,7 @@ from clinigym.core import actions as act
 from clinigym.core.actions import Action
 from clinigym.core.context import AgentContext
 from clinigym.core.geometry import Box
-from clinigym.core.records import EpisodeHeader, EpisodeOutcome, StepRecord
+from clinigym.core.recording_schema import EpisodeHeader, EpisodeOutcome, StepRecord
 from clinigym.recording.writer import EpisodeRecorder, new_episode
 
 # Every key `info` may hold, with what it means. Nothing else is ever put there.

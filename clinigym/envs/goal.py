@@ -25,7 +25,7 @@ from clinigym.core import actions as act
 from clinigym.core import audit, judge
 from clinigym.core.errors import ProgramError, SpecError
 from clinigym.core.geometry import Box
-from clinigym.core.records import EpisodeOutcome, GoalJudgment, StepRecord
+from clinigym.core.recording_schema import EpisodeOutcome, GoalJudgment, StepRecord
 from clinigym.core.screen import Frame
 from clinigym.core.timing import Timings
 from clinigym.envs import spaces
@@ -34,7 +34,7 @@ from clinigym.envs.program import ProgramEnv
 from clinigym.runtime.backends import Backend
 from clinigym.runtime.browser import is_loopback
 from clinigym.runtime.display import Geometry
-from clinigym.spec.records import snapshot
+from clinigym.spec.record_sources import snapshot
 from clinigym.spec.scenarios import Scenario
 
 # The default action budget: this many times the reference path's length (its steps plus

@@ -5,7 +5,7 @@ action points are pixels of the observation image; the environment maps them to
 screen pixels by the scale between the two sizes (1 unless an `observation_size` is
 asked for).
 
-`LiveEnv` (the steps mode: each action judged) and `GoalEnv` (the plan and goal modes:
+`StepsEnv` (the steps mode: each action judged) and `GoalEnv` (the plan and goal modes:
 free actions, judged at the end) differ only in how they judge; starting the scenario,
 observing, acting, settling and checking conditions are here.
 """
@@ -22,7 +22,7 @@ from clinigym.core import actions as act
 from clinigym.core.context import AgentContext
 from clinigym.core.errors import ProgramDied, ProgramError
 from clinigym.core.geometry import Box, Coordinates
-from clinigym.core.records import EpisodeHeader
+from clinigym.core.recording_schema import EpisodeHeader
 from clinigym.core.screen import Frame
 from clinigym.core.timing import Timings
 from clinigym.envs.base import ScreenEnv

@@ -9,16 +9,16 @@ from __future__ import annotations
 import gymnasium as gym
 
 GENERIC_ID = "clinigym/Scenario-v0"
-ENTRY = "clinigym.envs.live:LiveEnv"
+ENTRY = "clinigym.envs.steps:StepsEnv"
 GOAL_ENTRY = "clinigym.envs.goal:GoalEnv"
 STATIC_ID = "clinigym/Static-v0"
 
 
-def make_live(scenario, mode: str = "steps", **kwargs):
+def make_env(scenario, mode: str = "steps", **kwargs):
     """A live environment of a scenario in a mode (`clinigym.core.context.MODES`)."""
     if mode == "steps":
-        from clinigym.envs.live import LiveEnv
-        return LiveEnv(scenario, **kwargs)
+        from clinigym.envs.steps import StepsEnv
+        return StepsEnv(scenario, **kwargs)
     from clinigym.envs.goal import GoalEnv
     return GoalEnv(scenario, mode=mode, **kwargs)
 
@@ -28,7 +28,7 @@ def register_envs() -> None:
 
     # Live programs cannot promise bit-identical steps (info carries wall-clock timings).
     if GENERIC_ID not in gym.registry:
-        gym.register(GENERIC_ID, entry_point=make_live, nondeterministic=True)
+        gym.register(GENERIC_ID, entry_point=make_env, nondeterministic=True)
     if STATIC_ID not in gym.registry:
         gym.register(STATIC_ID, entry_point="clinigym.envs.static:StaticEnv")
     for path in scenario_paths():

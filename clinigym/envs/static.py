@@ -18,7 +18,7 @@ from clinigym.core import actions as act
 from clinigym.core import judge
 from clinigym.core.context import AgentContext
 from clinigym.core.geometry import Box, coordinates_info
-from clinigym.core.records import EpisodeHeader, EpisodeOutcome, StepRecord
+from clinigym.core.recording_schema import EpisodeHeader, EpisodeOutcome, StepRecord
 from clinigym.envs import spaces
 from clinigym.envs.base import (
     END_BUDGET,

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clinigym.core.records import StepRecord
+from clinigym.core.recording_schema import StepRecord
 from clinigym.eval.similarity import DEFAULT_THRESHOLD, Similarity, load_rgb, similarity, wall_clock_mask
 
 if TYPE_CHECKING:   # the live stack is imported only when something runs
@@ -92,7 +92,7 @@ def replay_episode(folder: Path, backend: Backend | None = None,
     """Re-execute the episode's actions on its live program from a fresh reset.
     `backend`: a running backend of the episode's program to share (not closed here)."""
     from clinigym.envs import ground_truth
-    from clinigym.envs.live import LiveEnv
+    from clinigym.envs.steps import StepsEnv
     from clinigym.recording import read_episode
 
     episode = read_episode(Path(folder))
@@ -103,7 +103,7 @@ def replay_episode(folder: Path, backend: Backend | None = None,
     obs_size = tuple(header.coordinates["observation_size"])
     # max_actions is not recorded; allowing exactly the recorded actions lets a long
     # recovery-mode episode replay in full and changes nothing else we compare.
-    env = LiveEnv(scenario, backend=backend, observation_size=obs_size, recovery=header.recovery,
+    env = StepsEnv(scenario, backend=backend, observation_size=obs_size, recovery=header.recovery,
                   max_actions=len(episode.steps) or None)
     truth = ground_truth(env)
     report = ReplayReport(str(episode.folder), scenario.key, threshold)

@@ -57,12 +57,12 @@ import yaml
 from PIL import Image
 from tqdm import tqdm
 
-from clinigym.core.records import StepRecord
+from clinigym.core.recording_schema import StepRecord
 from clinigym.eval.similarity import DEFAULT_THRESHOLD, Similarity, load_rgb, pixel_bounds, similarity, wall_clock_mask
 from clinigym.eval.templates import TemplateMatch, locate
 
 if TYPE_CHECKING:   # the live stack is imported only when something runs
-    from clinigym.envs.live import LiveEnv
+    from clinigym.envs.steps import StepsEnv
     from clinigym.runtime.backends import Backend
     from clinigym.spec.medspot import MedspotStep, MedspotTask
     from clinigym.spec.scenarios import Scenario, Step
@@ -166,7 +166,7 @@ def _scenario(key: str) -> Scenario:
     return exact[0]
 
 
-def _check_step(env: LiveEnv, obs: dict, dataset: Path, step: MedspotStep, live_step: Step,
+def _check_step(env: StepsEnv, obs: dict, dataset: Path, step: MedspotStep, live_step: Step,
                 threshold: float, max_offset: float) -> tuple[StepCheck, dict, StepRecord]:
     """Compare one step before its action, run its ground-truth action; returns the check,
     the next observation and the step's judged record."""
@@ -244,7 +244,7 @@ def _check_step(env: LiveEnv, obs: dict, dataset: Path, step: MedspotStep, live_
 def validate_task(dataset: Path, task: MedspotTask, scenario: Scenario, backend: Backend | None = None,
                   threshold: float = DEFAULT_THRESHOLD, max_offset: float = DEFAULT_MAX_OFFSET) -> TaskCheck:
     from clinigym.envs import ground_truth
-    from clinigym.envs.live import LiveEnv
+    from clinigym.envs.steps import StepsEnv
 
     result = TaskCheck(task.key, scenario.key, scenario.app)
     steps = [s for s in task.steps if s.scorable]
@@ -252,7 +252,7 @@ def validate_task(dataset: Path, task: MedspotTask, scenario: Scenario, backend:
         result.flags.append(f"{len(steps)} scorable steps, the scenario has {len(scenario.steps)}")
     # Recovery mode: a failed ground-truth action does not end the episode, so the scenario's
     # own action can bring the program to the state the next step expects.
-    env = LiveEnv(scenario, backend=backend, recovery=True)
+    env = StepsEnv(scenario, backend=backend, recovery=True)
     try:
         obs, _ = env.reset(seed=0)
         stopped: str | None = None

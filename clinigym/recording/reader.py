@@ -1,4 +1,4 @@
-"""Reading episode recordings back, as typed records (`clinigym.core.records`).
+"""Reading episode recordings back, as typed records (`clinigym.core.recording_schema`).
 
 Every reader of recordings (scoring, report, export, replay, validate, collect, review)
 goes through `read_episode`. Recordings of format 1 (before the records were typed)
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clinigym.core.errors import DataError
-from clinigym.core.records import EpisodeHeader, EpisodeOutcome, StepRecord
+from clinigym.core.recording_schema import EpisodeHeader, EpisodeOutcome, StepRecord
 
 
 @dataclass(frozen=True)

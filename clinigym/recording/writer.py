@@ -35,7 +35,7 @@ from PIL import Image
 
 from clinigym._version import __version__
 from clinigym.core.errors import DataError
-from clinigym.core.records import EpisodeHeader, EpisodeOutcome, StepRecord
+from clinigym.core.recording_schema import EpisodeHeader, EpisodeOutcome, StepRecord
 
 _NUMBER: ContextVar[int | None] = ContextVar("clinigym_episode_number", default=None)
 

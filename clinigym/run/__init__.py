@@ -1,1 +1,2 @@
-"""Running agents over scenarios (`runner`) and measuring the environments (`bench`)."""
+"""Running agents over scenarios: the runner, the worker pool, Ray, resume and cleanup; the
+measuring harness is `clinigym.bench`."""

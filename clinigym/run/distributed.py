@@ -4,8 +4,8 @@ extra `clinigym[ray]`).
 One actor per worker, spread over the nodes; each runs its episodes on program instances
 of its own node (its own displays, processes, containers, images), with the code a pool
 worker runs (`ChunkRunner`), and keeps an instance across episodes of the same program.
-The driver (this process) hands out the same chunks as the local pool (`plan.partition`,
-`plan.next_chunk`) one episode at a time, and each episode's recording comes back to it
+The driver (this process) hands out the same chunks as the local pool (`schedule.partition`,
+`schedule.next_chunk`) one episode at a time, and each episode's recording comes back to it
 as an archive through Ray's object store, so the run folder is written on the driver's
 machine alone.
 
@@ -38,8 +38,8 @@ from clinigym.core.errors import ClinigymError
 from clinigym.recording.writer import episode_number, write_json_atomic
 from clinigym.run.cleanup import sweep
 from clinigym.run.episodes import ChunkRunner, Tally
-from clinigym.run.plan import Chunk, Planned, RunSpec, next_chunk, partition
 from clinigym.run.resume import EpisodeError
+from clinigym.run.schedule import Chunk, Planned, RunSpec, next_chunk, partition
 from clinigym.run.stopping import STOP_SIGNALS, RunStopped, stop_on
 from clinigym.runtime import slots
 from clinigym.runtime.waiting import poll

@@ -13,10 +13,10 @@ from tqdm import tqdm
 from clinigym.agents import AGENTS, Agent, make_agent
 from clinigym.envs import ground_truth
 from clinigym.envs.base import ScreenEnv
-from clinigym.envs.registration import make_live
+from clinigym.envs.registration import make_env
 from clinigym.recording.writer import numbered
-from clinigym.run.plan import Chunk, Planned, RunSpec
 from clinigym.run.resume import EpisodeError, append_error
+from clinigym.run.schedule import Chunk, Planned, RunSpec
 from clinigym.run.stopping import StopGuard
 from clinigym.runtime.backends import Backend, make_backend
 from clinigym.spec.apps import load_app
@@ -85,7 +85,7 @@ class ChunkRunner:
             self.app = p.app
         s = self.spec
         options: dict[str, Any] = {"recovery": s.recovery} if s.mode == "steps" else {"budget": s.budget}
-        env: ScreenEnv = make_live(load_scenario(Path(p.path)), s.mode, backend=self.backend,
+        env: ScreenEnv = make_env(load_scenario(Path(p.path)), s.mode, backend=self.backend,
                                    record_dir=self.episodes_dir, agent_name=s.agent, **options)
         return env
 

@@ -2,8 +2,8 @@
 display, processes, container): `clinigym run --workers N`.
 
 Workers are started with the `spawn` method (X clients and DevTools sockets do not survive
-a fork) and take chunks (`plan.partition`) one at a time from this process, the coordinator,
-which prefers for each the chunk of the program it already runs (`plan.next_chunk`). A
+a fork) and take chunks (`schedule.partition`) one at a time from this process, the coordinator,
+which prefers for each the chunk of the program it already runs (`schedule.next_chunk`). A
 worker reports each episode's start and end over its pipe; the coordinator keeps the tally.
 
 Stopping: the coordinator turns SIGINT and SIGTERM into RunStopped, sends SIGTERM to every
@@ -32,8 +32,8 @@ from typing import Any
 from clinigym.core.errors import ClinigymError
 from clinigym.run.cleanup import sweep
 from clinigym.run.episodes import ChunkRunner, Tally
-from clinigym.run.plan import Chunk, Planned, RunSpec, next_chunk, partition
 from clinigym.run.resume import EpisodeError, abandon
+from clinigym.run.schedule import Chunk, Planned, RunSpec, next_chunk, partition
 from clinigym.run.stopping import STOP_SIGNALS, RunStopped, stop_on
 from clinigym.runtime.backends import default_kind
 from clinigym.runtime.backends.local import die_with_parent

@@ -18,7 +18,7 @@ from pathlib import Path
 from PIL import Image
 
 from clinigym.core.errors import ClinigymError
-from clinigym.envs.live import LiveEnv
+from clinigym.envs.steps import StepsEnv
 from clinigym.run.runner import agent_for
 from clinigym.runtime.backends import Backend, make_backend
 from clinigym.spec import paths
@@ -72,7 +72,7 @@ def screen_scenarios(pattern: str) -> list[Scenario]:
     return found
 
 
-def _episode(env: LiveEnv, seed: int, frames: Path | None) -> tuple:
+def _episode(env: StepsEnv, seed: int, frames: Path | None) -> tuple:
     """The untouched start screen and the final screen after the oracle."""
     obs, info = env.reset(seed=seed)
     start = env.backend.display.grab()
@@ -99,7 +99,7 @@ def measure_scenario(scenario: Scenario, backend: Backend, runs: int, overwrite:
     measures = [Measure(scenario.key, i, c.screen) for i, c in enumerate(scenario.check) if c.screen]
     # The environment judges the other checks; the screen checks are measured here (their
     # references may not exist yet).
-    env = LiveEnv(scenario.model_copy(update={"check": [c for c in scenario.check if not c.screen]}),
+    env = StepsEnv(scenario.model_copy(update={"check": [c for c in scenario.check if not c.screen]}),
                   backend=backend, agent_name="oracle")
     try:
         to_record = [m for m in measures if overwrite or not m.ref.path.is_file()]

@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from clinigym.core.errors import DataError
-from clinigym.core.records import EpisodeOutcome
+from clinigym.core.recording_schema import EpisodeOutcome
 from clinigym.recording.writer import episode_number, write_json_atomic
-from clinigym.run.plan import Planned, RunSpec
+from clinigym.run.schedule import Planned, RunSpec
 
 RUN_FILE = "run.json"
 ERRORS_FILE = "errors.jsonl"

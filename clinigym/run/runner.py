@@ -19,9 +19,9 @@ from clinigym.envs.static import StaticEnv
 from clinigym.eval.scoring import score_dirs
 from clinigym.run.distributed import RayRun
 from clinigym.run.episodes import Tally, agent_for, run_episode, run_here
-from clinigym.run.plan import Planned, RunSpec, ScenarioRef, partition, plan_episodes
 from clinigym.run.pool import Pool
 from clinigym.run.resume import holding, prepare_resume, read_errors, read_spec, write_spec
+from clinigym.run.schedule import Planned, RunSpec, ScenarioRef, partition, plan_episodes
 from clinigym.run.stopping import STOP_SIGNALS, RunStopped, stop_on
 from clinigym.runtime.slots import mark_owner
 from clinigym.spec import paths

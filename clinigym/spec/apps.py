@@ -25,7 +25,7 @@ from pydantic import Field, field_validator, model_validator
 from clinigym.spec import paths
 from clinigym.spec.conditions import Condition, listify
 from clinigym.spec.files import Spec, SpecError, parse, read_yaml
-from clinigym.spec.records import RecordSet
+from clinigym.spec.record_sources import RecordSet
 
 SLOTS = 64                       # instances of one program at once
 PORTS_PER_SLOT = 10
@@ -230,7 +230,7 @@ class AppSpec(Spec):
                                                       description="where the program can run")
     settle: Settle = Settle()
     records: dict[str, RecordSet] = Field({}, description="the program's records, read by the safety audit of "
-                                                          "plan and goal episodes (clinigym.spec.records)")
+                                                          "plan and goal episodes (clinigym.spec.record_sources)")
     folder: Path = Field(exclude=True)
 
     @field_validator("processes")

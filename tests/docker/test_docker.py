@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from clinigym.bench.faults import in_container
 from clinigym.cli import main as cli
 from clinigym.core.errors import SpecError
-from clinigym.envs.live import LiveEnv
+from clinigym.envs.steps import StepsEnv
 from clinigym.recording import read_episode
-from clinigym.run.faults import in_container
 from clinigym.runtime.backends.docker import LABEL, SupervisorError
 from clinigym.runtime.backends.local import LocalBackend
 from clinigym.runtime.images import Mirrors, build_app, engine, host_mirrors
@@ -43,7 +43,7 @@ def containers():
 
 
 def oracle_outcomes(scenario, backend) -> list[tuple]:
-    env = LiveEnv(scenario, backend=backend)
+    env = StepsEnv(scenario, backend=backend)
     agent = oracle(env)
     obs, info = env.reset(seed=0)
     outcomes = []
@@ -79,7 +79,7 @@ def test_cpu_seconds_are_the_programs_own(kind, backends, containers):
 
 def test_crash_truncates_and_reset_recovers(containers, tmp_path):
     backend = containers("dicomscope")
-    env = LiveEnv(select("dicomscope")[0], backend=backend, record_dir=tmp_path)
+    env = StepsEnv(select("dicomscope")[0], backend=backend, record_dir=tmp_path)
     agent = oracle(env)
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
@@ -98,7 +98,7 @@ def test_crash_truncates_and_reset_recovers(containers, tmp_path):
 
 def test_killed_container_truncates_and_reset_recreates_it(containers):
     backend = containers("dicomscope")
-    env = LiveEnv(select("dicomscope")[0], backend=backend)
+    env = StepsEnv(select("dicomscope")[0], backend=backend)
     agent = oracle(env)
     obs, info = env.reset(seed=0)
     old = backend.container
@@ -115,7 +115,7 @@ def test_a_stopped_program_in_a_container_truncates_with_its_reason(containers):
     """SIGSTOP to the program's process group in the container (found from the host, as the
     soak finds it), past the settle timeout: the step ends truncated, the reset recovers."""
     backend = containers("dicomscope")
-    env = LiveEnv(select("dicomscope")[0], backend=backend)
+    env = StepsEnv(select("dicomscope")[0], backend=backend)
     agent = oracle(env)
     obs, info = env.reset(seed=0)
     backend.container.reload()
@@ -153,7 +153,7 @@ def test_supervisor_reports_a_bad_command(containers, tmp_path):
 def test_environments_side_by_side(tmp_path):
     """Two environments of one program at once, each with its own container and display."""
     scenario = select("dicomscope")[0]
-    envs = [LiveEnv(scenario, backend="docker") for _ in range(2)]
+    envs = [StepsEnv(scenario, backend="docker") for _ in range(2)]
     results = [None, None]
 
     def run(i):

@@ -8,8 +8,8 @@ import time
 
 from footprint import BOUND, start, statuses, wait_mid_episode
 
+from clinigym.bench.footprint import Footprint
 from clinigym.run.cleanup import sweep
-from clinigym.run.footprint import Footprint
 from clinigym.runtime.images import engine
 from conftest import REPO
 

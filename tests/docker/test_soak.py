@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clinigym.run.faults import FAULTS
+from clinigym.bench.faults import FAULTS
 from conftest import cli
 
 pytestmark = pytest.mark.slow      # about 2-3 minutes; `make test-all`

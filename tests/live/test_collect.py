@@ -458,10 +458,10 @@ def test_collect_orthanc_task_on_the_page(browser, backends, dataset, tmp_path):
 
 @pytest.mark.live
 def test_review_an_agent_episode_and_fix_a_box(browser, backends, tmp_path):
-    from clinigym.envs.live import LiveEnv
+    from clinigym.envs.steps import StepsEnv
     from clinigym.run.runner import agent_for, run_episode
     scenario = select("orthanc/open-patient-study")[0]
-    env = LiveEnv(scenario, backend=backends("orthanc"), record_dir=tmp_path / "run", agent_name="random",
+    env = StepsEnv(scenario, backend=backends("orthanc"), record_dir=tmp_path / "run", agent_name="random",
                   recovery=True, max_actions=3)
     run_episode(env, agent_for(env, "random", 3), 3)
     env.close()

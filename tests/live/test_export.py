@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from clinigym.envs import ground_truth
-from clinigym.envs.live import LiveEnv
 from clinigym.envs.static import StaticEnv
+from clinigym.envs.steps import StepsEnv
 from clinigym.eval.export import to_medspot, to_parquet
 from clinigym.eval.scoring import score_dirs
 from clinigym.recording import episode_folders, read_episode
@@ -23,7 +23,7 @@ METRICS = ("tca", "s1a", "shr", "shr_attempted", "wps", "wps_norm", "failures", 
 
 def run_live(scenario, backend, out, agent_name, right_until):
     """Oracle actions up to step `right_until`, then a click in the lower-left corner area."""
-    env = LiveEnv(scenario, backend=backend, record_dir=out, agent_name=agent_name)
+    env = StepsEnv(scenario, backend=backend, record_dir=out, agent_name=agent_name)
     obs, info = env.reset(seed=0)
     while True:
         action = ground_truth(env).action() if obs["step"] < right_until else "click(200, 1000)"

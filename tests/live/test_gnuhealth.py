@@ -14,7 +14,7 @@ import yaml
 from clinigym.core.actions import Action
 from clinigym.core.geometry import Box
 from clinigym.envs.goal import GoalEnv
-from clinigym.envs.live import LiveEnv
+from clinigym.envs.steps import StepsEnv
 from clinigym.recording import read_episode
 from clinigym.runtime.backends import make_backend
 from clinigym.runtime.fixtures import DEFAULT_STUDIES, study_uid
@@ -244,7 +244,7 @@ def test_record_integrity_a_condition_deleted(backends, tmp_path):
 @pytest.mark.parametrize("process", ["trytond", "client"])
 def test_a_killed_server_or_client_truncates_and_reset_recovers(process, backends, tmp_path):
     backend = backends("gnuhealth")
-    env = LiveEnv(select("gnuhealth/flag-allergic")[0], backend=backend, record_dir=tmp_path)
+    env = StepsEnv(select("gnuhealth/flag-allergic")[0], backend=backend, record_dir=tmp_path)
     agent = oracle(env)
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))

@@ -18,13 +18,13 @@ def ocr_grounder():
 @pytest.mark.live
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_every_family_end_to_end_on_live_orthanc(name, backends, ocr_grounder, tmp_path):
-    from clinigym.envs.live import LiveEnv
+    from clinigym.envs.steps import StepsEnv
     from clinigym.recording import read_episode
     from clinigym.spec.scenarios import select
 
     scenario = select("orthanc/open-patient-study")[0]
     with TestServer(name, ocr_grounder) as server:
-        env = LiveEnv(scenario, backend=backends("orthanc"), record_dir=tmp_path, agent_name=f"http:{name}")
+        env = StepsEnv(scenario, backend=backends("orthanc"), record_dir=tmp_path, agent_name=f"http:{name}")
         agent = HttpAgent(env.agent_context(), family=name, base_url=server.url, model="test")
         obs, info = env.reset(seed=0)
         done = False

@@ -21,8 +21,8 @@ from clinigym.core.geometry import Box
 from clinigym.core.judge import FAILURE_TYPES, LIVE_OUTCOMES
 from clinigym.envs import PUBLIC_INFO, ground_truth
 from clinigym.envs.goal import GoalEnv
-from clinigym.envs.live import LiveEnv
 from clinigym.envs.static import StaticEnv
+from clinigym.envs.steps import StepsEnv
 from clinigym.run.runner import agent_for
 from clinigym.spec.medspot import read_dataset, write_dataset
 from clinigym.spec.scenarios import all_scenarios, first_per_program, select
@@ -150,7 +150,7 @@ def secrets_of(scenario) -> set[str]:
 @pytest.mark.parametrize("scenario", LIVE)
 def test_live_strict_and_recovery_give_nothing_away(scenario, backends):
     for recovery in (False, True):
-        env = LiveEnv(scenario, backend=backends(scenario.app), recovery=recovery,
+        env = StepsEnv(scenario, backend=backends(scenario.app), recovery=recovery,
                       max_actions=2 * len(scenario.steps) if recovery else None)
         agent = agent_for(env, "hoarder", 7, secret_option="kept too")
         boxes: list[Box] = []
@@ -192,7 +192,7 @@ def test_plan_and_goal_modes_give_nothing_away(scenario, mode, backends):
 
 def test_scaled_live_observation_gives_nothing_away(backends):
     scenario = select("orthanc/delete-study")[0]
-    env = LiveEnv(scenario, backend=backends("orthanc"), observation_size=(960, 540), recovery=True)
+    env = StepsEnv(scenario, backend=backends("orthanc"), observation_size=(960, 540), recovery=True)
     agent = make_agent("hoarder", env.agent_context(), 3)
     boxes: list[Box] = []
     drive(env, agent, ground_truth(env), True, boxes)

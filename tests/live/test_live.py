@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 from clinigym.core.judge import failure_type
 from clinigym.envs import PUBLIC_INFO, ground_truth
-from clinigym.envs.live import LiveEnv
+from clinigym.envs.steps import StepsEnv
 from clinigym.recording import read_episode
 from clinigym.runtime.procfs import pids, stat
 from clinigym.runtime.waiting import wait_for
@@ -33,7 +33,7 @@ def first_scenario(app):
 
 @pytest.mark.parametrize("scenario", representative(SCENARIOS))
 def test_oracle_completes_scenario(scenario, backends, tmp_path):
-    env = LiveEnv(scenario, backend=backends(scenario.app), record_dir=tmp_path, agent_name="oracle")
+    env = StepsEnv(scenario, backend=backends(scenario.app), record_dir=tmp_path, agent_name="oracle")
     agent = oracle(env)
     obs, info = env.reset(seed=0)
     rewards = []
@@ -62,7 +62,7 @@ def test_oracle_completes_scenario(scenario, backends, tmp_path):
 @pytest.mark.parametrize("app", APPS)
 def test_wrong_click_ends_episode_with_protocol_failure(app, backends, tmp_path):
     scenario = first_scenario(app)
-    env = LiveEnv(scenario, backend=backends(app), record_dir=tmp_path)
+    env = StepsEnv(scenario, backend=backends(app), record_dir=tmp_path)
     obs, info = env.reset(seed=0)
     # Step 1 right, then a click far from step 2's target (the opposite corner region).
     obs, reward, terminated, _, info = env.step(oracle(env).act(obs, info))
@@ -84,7 +84,7 @@ def test_wrong_click_ends_episode_with_protocol_failure(app, backends, tmp_path)
 
 @pytest.mark.parametrize("app", APPS)
 def test_two_resets_same_first_screenshot(app, backends):
-    env = LiveEnv(first_scenario(app), backend=backends(app))
+    env = StepsEnv(first_scenario(app), backend=backends(app))
     first, _ = env.reset(seed=1)
     env.step(oracle(env).act(first, {}))   # change the program's state in between
     second, _ = env.reset(seed=2)
@@ -94,7 +94,7 @@ def test_two_resets_same_first_screenshot(app, backends):
 
 @pytest.mark.parametrize("app", APPS)
 def test_out_of_image_action_reported_not_raised(app, backends):
-    env = LiveEnv(first_scenario(app), backend=backends(app))
+    env = StepsEnv(first_scenario(app), backend=backends(app))
     obs, info = env.reset(seed=0)
     w, h = info["coordinates"]["observation_size"]
     obs, reward, terminated, truncated, info = env.step({"type": "click", "x": w + 5, "y": 10})
@@ -109,7 +109,7 @@ def test_out_of_image_action_reported_not_raised(app, backends):
 @pytest.mark.parametrize("app", APPS)
 def test_killed_program_truncates_and_reset_recovers(app, backends, tmp_path):
     backend = backends(app)
-    env = LiveEnv(first_scenario(app), backend=backend, record_dir=tmp_path)
+    env = StepsEnv(first_scenario(app), backend=backend, record_dir=tmp_path)
     agent = oracle(env)
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
@@ -135,7 +135,7 @@ def test_a_stopped_program_or_a_display_dying_mid_step_truncates_with_its_reason
     """SIGSTOP past the settle timeout, and an X server killed while a step settles: each
     ends the episode truncated with its reason, its steps on disk; the next reset recovers."""
     backend = backends("dicomscope")
-    env = LiveEnv(first_scenario("dicomscope"), backend=backend, record_dir=tmp_path)
+    env = StepsEnv(first_scenario("dicomscope"), backend=backend, record_dir=tmp_path)
     agent = oracle(env)
     obs, info = env.reset(seed=0)
     group = backend.procs["dicomscope"].pid
@@ -186,7 +186,7 @@ def test_check_env_passes():
 def test_observation_scaling_contract(backends):
     """A smaller observation: points are observation pixels, scaled once to the screen."""
     scenario = first_scenario(APPS[0])
-    env = LiveEnv(scenario, backend=backends(scenario.app), observation_size=(960, 540))
+    env = StepsEnv(scenario, backend=backends(scenario.app), observation_size=(960, 540))
     obs, info = env.reset(seed=0)
     assert obs["screenshot"].shape == (540, 960, 3)
     assert info["coordinates"]["scale"] == [2.0, 2.0]
@@ -204,7 +204,7 @@ def test_state_check_fails_on_untouched_start(scenario, backends):
     (a `screen` check looks at the start screen; test_oracle_completes_scenario shows that the
     oracle's final state passes every check)."""
     from clinigym.spec.conditions import holds
-    env = LiveEnv(scenario, backend=backends(scenario.app))
+    env = StepsEnv(scenario, backend=backends(scenario.app))
     env.reset(seed=0)
     now = env.backend.display.grab()
     assert not all(holds(c, env.backend, None, now) for c in scenario.check)
@@ -215,7 +215,7 @@ def test_state_check_fails_on_untouched_start(scenario, backends):
 def test_random_agent_does_not_complete(scenario, backends):
     """The chance baseline: uniform random clicks (two seeds) do not complete a scenario."""
     from clinigym.run.runner import agent_for
-    env = LiveEnv(scenario, backend=backends(scenario.app), agent_name="random")
+    env = StepsEnv(scenario, backend=backends(scenario.app), agent_name="random")
     for seed in (0, 1):
         agent = agent_for(env, "random", seed)
         obs, info = env.reset(seed=seed)
@@ -232,7 +232,7 @@ def test_a_reset_that_had_to_retry_records_its_first_cause(backends, tmp_path, m
     """The program is killed while it starts (a real crash of the real program): the reset
     retries from a new display, and says why in info and in the episode record."""
     backend = backends("dicomscope")
-    env = LiveEnv(first_scenario("dicomscope"), backend=backend, record_dir=tmp_path)
+    env = StepsEnv(first_scenario("dicomscope"), backend=backend, record_dir=tmp_path)
     real_wait = backend._wait_ready
     crashed = []
 

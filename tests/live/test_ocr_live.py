@@ -96,10 +96,10 @@ def step_times(request):
 @pytest.mark.parametrize("scenario", [
     pytest.param(s, id=s.key, marks=[] if s.key in PINNED_FAST else [pytest.mark.slow]) for s in LIVE])
 def test_ocr_agent_on_live_scenario(scenario, backends, tmp_path, step_times):
-    from clinigym.envs.live import LiveEnv
+    from clinigym.envs.steps import StepsEnv
     from clinigym.recording import read_episode
 
-    env = LiveEnv(scenario, backend=backends(scenario.app), record_dir=tmp_path, agent_name="ocr")
+    env = StepsEnv(scenario, backend=backends(scenario.app), record_dir=tmp_path, agent_name="ocr")
     agent = OcrAgent(env.agent_context())
     obs, info = env.reset(seed=0)
     agent.reset(0)
@@ -143,9 +143,9 @@ def test_ocr_agent_runs_without_network(backends, tmp_path):
     the same point as with the network."""
     from PIL import Image
 
-    from clinigym.envs.live import LiveEnv
+    from clinigym.envs.steps import StepsEnv
     scenario = next(s for s in LIVE if s.key == "orthanc/open-patient-study")
-    env = LiveEnv(scenario, backend=backends("orthanc"))
+    env = StepsEnv(scenario, backend=backends("orthanc"))
     obs, _ = env.reset(seed=0)
     env.close()
     png = tmp_path / "frame.png"

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from footprint import BOUND, start, statuses, wait_mid_episode
 
+from clinigym.bench.footprint import Footprint
 from clinigym.recording import episode_folders, read_episode
 from clinigym.run.cleanup import sweep
-from clinigym.run.footprint import Footprint
 from clinigym.run.runner import run
 from clinigym.runtime.backends import make_backend
 from clinigym.runtime.procfs import comm, tree

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clinigym.envs import ground_truth
-from clinigym.envs.live import LiveEnv
+from clinigym.envs.steps import StepsEnv
 from clinigym.eval.replay import DEFAULT_THRESHOLD, replay_episode
 from clinigym.recording import read_episode
 from clinigym.spec.scenarios import all_scenarios
@@ -22,7 +22,7 @@ ORTHANC, DICOMSCOPE = "orthanc/open-patient-study", "dicomscope/medspot-09-view-
 
 def record(key: str, backend, out: Path, wrong_at: int | None = None) -> Path:
     """Record one oracle episode; at action `wrong_at` click far from the live target."""
-    env = LiveEnv(SCENARIOS[key], backend=backend, record_dir=out, agent_name="oracle")
+    env = StepsEnv(SCENARIOS[key], backend=backend, record_dir=out, agent_name="oracle")
     obs, _ = env.reset(seed=0)
     for i in range(len(SCENARIOS[key].steps)):
         action = ground_truth(env).action()

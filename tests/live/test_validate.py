@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from clinigym.envs import ground_truth
-from clinigym.envs.live import LiveEnv
+from clinigym.envs.steps import StepsEnv
 from clinigym.eval.export import to_medspot
 from clinigym.eval.validate import validate_dataset, validate_task
 from clinigym.spec.medspot import read_dataset
@@ -26,7 +26,7 @@ ORTHANC, DICOMSCOPE = "orthanc/open-patient-study", "dicomscope/medspot-09-view-
 
 
 def record_oracle(scenario, backend, run: Path) -> None:
-    env = LiveEnv(scenario, backend=backend, record_dir=run, agent_name="oracle")
+    env = StepsEnv(scenario, backend=backend, record_dir=run, agent_name="oracle")
     env.reset(seed=0)
     while True:
         _, reward, terminated, truncated, info = env.step(ground_truth(env).action())
@@ -136,7 +136,7 @@ def test_moving_pixels_are_the_blinking_caret(backends):
     """DICOMscope's c field has the focus after the first step: its caret blinks (Java,
     0.5 s on, 0.5 s off) and nothing else on the screen moves."""
     [scenario] = select("dicomscope/medspot-18-modify-cw")
-    env = LiveEnv(scenario, backend=backends("dicomscope"))
+    env = StepsEnv(scenario, backend=backends("dicomscope"))
     try:
         obs, info = env.reset(seed=0)
         obs, reward, _, _, info = env.step(ground_truth(env).action())

@@ -8,8 +8,8 @@ import pytest
 
 import clinigym  # noqa: F401  (registers the environments)
 from clinigym.envs import ground_truth
-from clinigym.envs.live import LiveEnv
 from clinigym.envs.spaces import batch_actions
+from clinigym.envs.steps import StepsEnv
 from clinigym.recording import read_episode
 from clinigym.spec.scenarios import all_scenarios
 from conftest import displays
@@ -22,7 +22,7 @@ WRONG = "click(1, 1)"   # the desktop's corner: no step of the scenario targets 
 def oracle_actions() -> list:
     """The scenario's correct actions, read once through the privileged interface of a
     plain environment (the sub-environments of an async vector live in other processes)."""
-    env = LiveEnv(SCENARIO)
+    env = StepsEnv(SCENARIO)
     try:
         env.reset(seed=0)
         actions = []

@@ -81,7 +81,7 @@ def test_installed_package_works_from_any_folder(installed):
                 "env = gym.make('clinigym/orthanc-delete-study-v0')\n"
                 "print(type(env.unwrapped).__name__, env.unwrapped.scenario.path)\nenv.close()"], away, env)
     kind, path = made.split()
-    assert kind == "LiveEnv" and Path(path).is_relative_to(site)
+    assert kind == "StepsEnv" and Path(path).is_relative_to(site)
     summary = json.loads(run(["clinigym", "run", "--scenario", "dicomscope/medspot-01-flip", "--agent", "oracle",
                               "--out", away / "run", "--no-progress", "--json"], away, env))
     assert summary["tca"] == 1.0 and summary["n_tasks"] == 1 and summary["errors"] == []

@@ -15,7 +15,7 @@ from clinigym.core.audit import (
     penalty,
     score,
 )
-from clinigym.core.records import GoalJudgment
+from clinigym.core.recording_schema import GoalJudgment
 from clinigym.eval.goal_scoring import GoalResult, format_goal_table, goal_metrics, summarize_goal
 
 ALICE = Item("PHANTOM^ALICE", {"desc": "CT CHEST"})

@@ -1,4 +1,4 @@
-"""Finding a run's workers and aiming a fault (clinigym.run.faults), on real processes."""
+"""Finding a run's workers and aiming a fault (clinigym.bench.faults), on real processes."""
 from __future__ import annotations
 
 import random
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from clinigym.run.faults import Target, TargetGone, find_target, kill_program, kill_worker, workers
+from clinigym.bench.faults import Target, TargetGone, find_target, kill_program, kill_worker, workers
 from clinigym.runtime.waiting import wait_for
 
 # A process with two spawned multiprocessing children (pool workers, as `clinigym run

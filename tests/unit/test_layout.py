@@ -25,9 +25,10 @@ BELOW = {
     "agents": {"core", "spec"},
     "eval": {"core", "spec", "runtime", "recording", "envs"},
     "run": {"core", "spec", "runtime", "recording", "envs", "agents", "eval"},
+    "bench": {"core", "spec", "runtime", "recording", "envs", "agents", "eval", "run"},
     "collect": {"core", "spec", "runtime", "recording", "envs", "agents", "eval", "run"},
     "testing": {"core", "agents"},
-    "cli": {"core", "spec", "runtime", "recording", "envs", "agents", "eval", "run", "collect"},
+    "cli": {"core", "spec", "runtime", "recording", "envs", "agents", "eval", "run", "bench", "collect"},
 }
 FREE = {"_version"}           # the version string: importable from anywhere
 MAX_LINES = 430               # "about 400"

@@ -14,10 +14,11 @@ import sys
 import pytest
 
 from clinigym.core.errors import DataError
-from clinigym.core.records import EpisodeHeader
+from clinigym.core.recording_schema import EpisodeHeader
 from clinigym.recording.writer import episode_number, new_episode, numbered
 from clinigym.run import resume as bookkeeping
-from clinigym.run.plan import (
+from clinigym.run.resume import EpisodeError, Survey, pending, prepare_resume, read_errors, survey
+from clinigym.run.schedule import (
     Chunk,
     RunSpec,
     ScenarioRef,
@@ -27,7 +28,6 @@ from clinigym.run.plan import (
     plan_episodes,
     split,
 )
-from clinigym.run.resume import EpisodeError, Survey, pending, prepare_resume, read_errors, survey
 from clinigym.run.stopping import RunStopped, stop_on
 from clinigym.runtime import procfs, slots
 from clinigym.runtime.backends import local

@@ -6,7 +6,7 @@ import json
 import pytest
 import requests
 
-from clinigym.spec.records import READ_ATTEMPTS, RecordSet, snapshot
+from clinigym.spec.record_sources import READ_ATTEMPTS, RecordSet, snapshot
 
 
 class Answer:

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from clinigym.core.errors import DataError
-from clinigym.core.records import FORMAT, EpisodeHeader, EpisodeOutcome, StepRecord
+from clinigym.core.recording_schema import FORMAT, EpisodeHeader, EpisodeOutcome, StepRecord
 from clinigym.eval.export import to_medspot
 from clinigym.eval.scoring import score_dirs
 from clinigym.recording import episode_folders, read_episode

@@ -1,4 +1,4 @@
-"""The soak's verdict on a run folder (clinigym.run.soak_check) and its reading of a run in
+"""The soak's verdict on a run folder (clinigym.bench.soak_check) and its reading of a run in
 progress (soak.Episodes): real recordings written by the recorder, exact counts."""
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from clinigym.core.records import EpisodeHeader, EpisodeOutcome, StepRecord
+from clinigym.bench.soak import Episodes
+from clinigym.bench.soak_check import check_run, memory_trend
+from clinigym.core.recording_schema import EpisodeHeader, EpisodeOutcome, StepRecord
 from clinigym.recording.writer import new_episode, numbered
 from clinigym.run.resume import EpisodeError, append_error
-from clinigym.run.soak import Episodes
-from clinigym.run.soak_check import check_run, memory_trend
 
 SCREEN = np.zeros((4, 6, 3), np.uint8)
 
@@ -115,8 +115,8 @@ def test_episodes_in_progress_by_the_process_that_runs_them(tmp_path):
 
 
 def test_the_soak_table_says_each_count_and_every_problem(tmp_path):
+    from clinigym.bench.soak import SoakResult
     from clinigym.cli.soak import format_soak
-    from clinigym.run.soak import SoakResult
     v = check_run(run_folder(tmp_path), 6, 1, [Fault("kill-program", 2)], [], [])
     text = format_soak(SoakResult(90.0, 1, [], v, [], ["OSError: boom"]))
     assert text.splitlines()[:7] == [

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from clinigym.core.records import StepRecord
+from clinigym.core.recording_schema import StepRecord
 from clinigym.eval.report.charts import escape
 from clinigym.eval.report.runs import (
     JPEG_QUALITY,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clinigym.core.errors import DataError
-from clinigym.core.records import StepRecord
+from clinigym.core.recording_schema import StepRecord
 from clinigym.eval.scoring import DECAY, TaskResult, score_dirs
 from clinigym.recording import Episode, episode_folders, read_episode
 

@@ -1,7 +1,7 @@
 """The throughput bench's summary: medians over rounds, ratios within a round."""
 import pytest
 
-from clinigym.run.throughput_bench import format_throughput, summarize
+from clinigym.bench.throughput import format_throughput, summarize
 
 
 def _run(round_, kind, n, seconds, outcomes=None, correct=True):

@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from clinigym.envs.live import LiveEnv
-from clinigym.run.settle_bench import bench_settle, format_settle, ms_stats, oracle_steps
+from clinigym.bench.settle import bench_settle, format_settle, ms_stats, oracle_steps
+from clinigym.envs.steps import StepsEnv
 from clinigym.runtime.backends import make_backend
 from clinigym.runtime.backends.local import host_release
 from clinigym.runtime.display import DisplaySession
@@ -35,7 +35,7 @@ def bench_baseline(repeats: int) -> dict:
         display.close()
 
 
-def _oracle_steps(env: LiveEnv, repeats: int, phases: dict[str, list[float]], seed: int = 0) -> None:
+def _oracle_steps(env: StepsEnv, repeats: int, phases: dict[str, list[float]], seed: int = 0) -> None:
     for step in oracle_steps(env, repeats, seed=seed):
         for k in phases:
             phases[k].append(step["timings"].get(k, 0.0))
@@ -46,7 +46,7 @@ def bench_app(name: str, repeats: int, kind: str = "local", watch_all: bool = Fa
     scenarios = [s for s in all_scenarios() if s.app == name]
     scenario = scenarios[0]
     backend = make_backend(app, kind)
-    env = LiveEnv(scenario, backend=backend)
+    env = StepsEnv(scenario, backend=backend)
     try:
         resets, recreates, grabs = [], [], []
         phases: dict[str, list[float]] = {"act": [], "settle": [], "terminate": [], "total": []}
@@ -99,11 +99,11 @@ def bench_side_by_side(name: str, kind: str, repeats: int, limit: int = 8) -> di
     the step p50 is twice that of a single environment (or `limit` is reached)."""
     from concurrent.futures import ThreadPoolExecutor
     scenario = next(s for s in all_scenarios() if s.app == name)
-    envs: list[LiveEnv] = []
+    envs: list[StepsEnv] = []
     rounds = []
     try:
         for n in range(1, limit + 1):
-            envs.append(LiveEnv(scenario, backend=kind))
+            envs.append(StepsEnv(scenario, backend=kind))
             envs[-1].reset(seed=0)   # start it before timing
             per_env = [{"total": []} for _ in envs]
             with ThreadPoolExecutor(len(envs)) as pool:

@@ -9,7 +9,7 @@ from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
-from clinigym.envs.live import LiveEnv
+from clinigym.envs.steps import StepsEnv
 from clinigym.run.runner import agent_for
 from clinigym.runtime.busy import SAMPLE_EVERY, BusyMeter
 from clinigym.runtime.damage import watch_changes
@@ -69,7 +69,7 @@ def early_settles(cpu: list[Sample], t0: float, changes: list[float], window: fl
 
 
 @contextmanager
-def _watching(env: LiveEnv, seconds: float, found: list[dict]):
+def _watching(env: StepsEnv, seconds: float, found: list[dict]):
     """Every settle of the environment watches the screen for `seconds` first and
     notes the changes (times from the settle's start, right after the action)."""
     backend = env.backend
@@ -104,7 +104,7 @@ def _watching(env: LiveEnv, seconds: float, found: list[dict]):
         del backend.settle
 
 
-def oracle_steps(env: LiveEnv, repeats: int, on_step=None, seed: int = 0) -> list[dict]:
+def oracle_steps(env: StepsEnv, repeats: int, on_step=None, seed: int = 0) -> list[dict]:
     """Oracle episodes; per step, its timings and the environment process's CPU seconds.
     `on_step`, if given, makes a context every step runs in."""
     oracle = agent_for(env, "oracle")
@@ -122,7 +122,7 @@ def oracle_steps(env: LiveEnv, repeats: int, on_step=None, seed: int = 0) -> lis
     return steps
 
 
-def bench_settle(env: LiveEnv, repeats: int, watch: list[Scenario] | None = None) -> dict:
+def bench_settle(env: StepsEnv, repeats: int, watch: list[Scenario] | None = None) -> dict:
     """The long watch (one oracle episode of each scenario in `watch`, else of the env's
     own), then oracle episodes under each settle rule, on one environment."""
     display = env.backend.display
@@ -132,7 +132,7 @@ def bench_settle(env: LiveEnv, repeats: int, watch: list[Scenario] | None = None
     found: list[dict] = []
     if display.tracker() is not None:
         for scenario in watch or [env.scenario]:
-            watched = LiveEnv(scenario, backend=env.backend)
+            watched = StepsEnv(scenario, backend=env.backend)
             oracle_steps(watched, 1, lambda w=watched: _watching(w, WATCH_SECONDS, found))
             watched.close()
     first = [f["changes"][0] for f in found if f["changes"]]

@@ -18,7 +18,7 @@ from clinigym.core import actions as act
 from clinigym.core import judge
 from clinigym.core.errors import ProgramError, TargetNotFound
 from clinigym.core.geometry import Box
-from clinigym.core.records import EpisodeOutcome, StepRecord
+from clinigym.core.recording_schema import EpisodeOutcome, StepRecord
 from clinigym.core.screen import Frame
 from clinigym.core.timing import Timings
 from clinigym.envs import spaces
@@ -45,7 +45,7 @@ class _Outcome:
     failure: str | None = None
 
 
-class LiveEnv(ProgramEnv):
+class StepsEnv(ProgramEnv):
     """One scenario on its live program, in the steps mode. `backend` is a backend kind
     ("local", "docker"; default: see clinigym.runtime.backends), or a running backend to
     share between environments (the caller then closes it)."""

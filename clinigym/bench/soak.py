@@ -27,10 +27,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from clinigym.bench.faults import FAULTS, TargetGone, find_target, workers
+from clinigym.bench.footprint import Footprint
+from clinigym.bench.soak_check import Verdict, check_run
 from clinigym.recording.writer import episode_number
-from clinigym.run.faults import FAULTS, TargetGone, find_target, workers
-from clinigym.run.footprint import Footprint
-from clinigym.run.soak_check import Verdict, check_run
 
 MIX = ["dicomscope/medspot-01-flip", "dicomscope/medspot-02-rotate", "dicomscope/medspot-06-fit-zoom-1-1",
        "dicomscope/medspot-19-pan-sliders", "orthanc/info-accession-number", "orthanc/info-birth-date",

@@ -1,7 +1,7 @@
 """The settle bench's arithmetic: the program's CPU rate inside a pause, and the table."""
 import pytest
 
-from clinigym.run.settle_bench import cpu_rate, early_settles, format_settle, ms_stats
+from clinigym.bench.settle import cpu_rate, early_settles, format_settle, ms_stats
 
 # (time, CPU seconds, timer due) samples from t0 = 100: busy at half a core until 100.4, then idle.
 CPU = [(100.0, 1.0, False), (100.2, 1.1, False), (100.4, 1.2, False), (100.6, 1.2, False),

@@ -1,4 +1,4 @@
-"""What a soak's run left, judged (`clinigym.run.soak`): episodes and the faults that explain
+"""What a soak's run left, judged (`clinigym.bench.soak`): episodes and the faults that explain
 their failures, lost steps, runner crashes, leftovers and memory. Pure reading of the run
 folder and of what the injector recorded."""
 from __future__ import annotations
