@@ -15,7 +15,7 @@ APT := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recomme
 # All traffic stays on loopback: no bridge network, no NAT rules; containers use --network host.
 DOCKERD := dockerd --bridge=none --iptables=false --ip-masq=false
 
-.PHONY: deps services engine images demo test test-all unit lint bench dataset clean soak
+.PHONY: deps services engine images demo test test-all unit lint docs bench dataset medspot-given clean soak
 
 deps: $(STAMPS)/programs services
 
@@ -26,29 +26,35 @@ $(STAMPS)/base: Makefile
 	@touch $@
 
 # Python only: what the fast checks need. Debian's python3 needs python3-venv for a
-# virtualenv (installed here when missing, which needs root once); every extra is installed.
+# virtualenv (installed here when missing, which needs root once); every extra is installed,
+# with the documentation's tools (MkDocs, Material, mkdocstrings: the `docs` extra).
 $(STAMPS)/venv: pyproject.toml setup.py
 	@mkdir -p $(STAMPS)
 	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || { apt-get update -q && $(APT) python3-venv; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[all,test]'
+	$(BIN)/pip install -q -e '.[all,test,docs]'
 	@touch $@
 
 # The fast checks: no root, no X display, no Docker.
 lint: $(STAMPS)/venv
-	$(BIN)/ruff check clinigym tests
+	$(BIN)/ruff check clinigym tests examples docs/hooks
 	$(BIN)/mypy
 
 unit: $(STAMPS)/venv
-	$(BIN)/pytest -q -p no:cacheprovider tests/unit
+	CLINIGYM_MEDSPOT="$${CLINIGYM_MEDSPOT:-$(MEDSPOT)}" $(BIN)/pytest -q -p no:cacheprovider tests/unit
+
+# The documentation site (mkdocs.yml, docs/) into ./site; a warning (a broken link, a docstring
+# cross-reference that does not resolve) fails the build. The CLI reference is generated here.
+docs: $(STAMPS)/venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # Each program's Debian packages, then its pinned npm and Python packages (a program's own
 # virtualenv: GNU Health).
 $(STAMPS)/programs: $(STAMPS)/base $(STAMPS)/venv $(wildcard containers/*/app.yaml)
-	$(APT) $$($(BIN)/clinigym apps --packages)
-	$(BIN)/clinigym apps --fetch
-	$(BIN)/clinigym apps
+	$(APT) $$($(BIN)/clinigym programs --packages)
+	$(BIN)/clinigym programs --fetch
+	$(BIN)/clinigym programs
 	@touch $@
 
 # The services programs use, started when not running: Debian's PostgreSQL cluster (GNU
@@ -95,12 +101,13 @@ demo: deps images
 	@echo; echo "== side by side =="; $(BIN)/clinigym compare $(DEMO_RUNS)
 	$(BIN)/clinigym report $(DEMO_RUNS) --out runs/demo-report
 
+# The tests that compare with MedSPOT read its annotation files: MEDSPOT=DIR (or CLINIGYM_MEDSPOT).
 test: deps images
-	$(BIN)/pytest -q -rs --durations=25 tests
+	CLINIGYM_MEDSPOT="$${CLINIGYM_MEDSPOT:-$(MEDSPOT)}" $(BIN)/pytest -q -rs --durations=25 tests
 
 test-all: deps images
 	$(BIN)/pip install -q -e '.[all,test,guiactor]'
-	$(BIN)/pytest -q -rs -m '' tests
+	CLINIGYM_MEDSPOT="$${CLINIGYM_MEDSPOT:-$(MEDSPOT)}" $(BIN)/pytest -q -rs -m '' tests
 
 # The fault soak (#15; not part of `make test`): 1000 oracle episodes with 4 workers over
 # DICOMscope and Orthanc Explorer (local) and ITK-SNAP (Docker), 150 faults injected.
@@ -108,14 +115,20 @@ soak: deps images
 	$(BIN)/clinigym soak --out runs/soak
 
 bench: deps images
-	$(BIN)/clinigym bench --backends local docker --out runs/bench.json
-	$(BIN)/clinigym bench --throughput --rounds 3 --out runs/bench-throughput.json
+	$(BIN)/clinigym bench --backends local docker --json-out runs/bench.json
+	$(BIN)/clinigym bench --throughput --rounds 3 --json-out runs/bench-throughput.json
 
 # MedSPOT-Live: the oracle over the whole library, exported in MedSPOT's format, validated
-# against the live programs, and its shape printed beside MedSPOT's own.
-MEDSPOT ?= ../shared/medspot/annotations
+# against the live programs, and its shape printed beside MedSPOT's own. MedSPOT's annotations
+# are not part of the repository: `make dataset MEDSPOT=DIR` names their folder.
+MEDSPOT ?=
 DATASET ?= datasets/medspot-live
-dataset: deps images
+# Checked before anything is built or run.
+medspot-given:
+	@test -n "$(MEDSPOT)" || { echo "make dataset: give the folder of MedSPOT's <Software>_Annotation.json files: make dataset MEDSPOT=DIR" >&2; exit 2; }
+	@test -d "$(MEDSPOT)" || { echo "make dataset: MEDSPOT=$(MEDSPOT) is not a folder" >&2; exit 2; }
+
+dataset: medspot-given deps images
 	$(BIN)/clinigym run --scenario '*' --agent oracle --out runs/dataset-oracle --overwrite
 	rm -rf $(DATASET)
 	$(BIN)/clinigym export runs/dataset-oracle --medspot $(DATASET) --parquet $(DATASET).parquet

@@ -17,12 +17,25 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# MedSPOT's annotation files: shared/ lies beside the repository (here and in CI);
-# CLINIGYM_MEDSPOT points elsewhere.
-ANNOTATIONS = Path(os.environ.get("CLINIGYM_MEDSPOT", REPO.parent / "shared" / "medspot" / "annotations"))
+# MedSPOT's annotation files are not part of the repository: their folder is given explicitly
+# (.ci/run passes CI's copy), never guessed from where the checkout lies.
+MEDSPOT_VAR = "CLINIGYM_MEDSPOT"
 TIERS = {"live": ("live",), "docker": ("live", "docker")}
 # Fixtures shared by tests of two tiers.
 pytest_plugins = ["report_runs"]
+
+
+def medspot_annotations() -> Path:
+    """The folder of MedSPOT's `<Software>_Annotation.json` files, from CLINIGYM_MEDSPOT; a test
+    that reads them fails, saying so, when it is not given."""
+    from clinigym.spec.medspot import ANNOTATION_SUFFIX
+    given = os.environ.get(MEDSPOT_VAR, "")
+    if not given:
+        pytest.fail(f"{MEDSPOT_VAR} is not set: this test reads MedSPOT's annotations; set it to the folder "
+                    f"of their <Software>{ANNOTATION_SUFFIX} files", pytrace=False)
+    if not list(Path(given).glob(f"*{ANNOTATION_SUFFIX}")):
+        pytest.fail(f"{MEDSPOT_VAR}={given}: no <Software>{ANNOTATION_SUFFIX} file there", pytrace=False)
+    return Path(given)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -14,7 +14,7 @@ from clinigym.envs import ground_truth
 from clinigym.envs.static import StaticEnv
 from clinigym.eval import report
 from clinigym.spec.medspot import read_dataset, write_dataset
-from conftest import ANNOTATIONS
+from conftest import medspot_annotations
 
 SIZE = (320, 180)
 SOFTWARE = ("Orthanc", "DICOMscope")
@@ -42,7 +42,7 @@ def runs(tmp_path_factory):
     random or out of the image afterwards: correct, wrong and no-prediction steps)."""
     root = tmp_path_factory.mktemp("report")
     dataset = root / "dataset"
-    tasks = [t for t in read_dataset(ANNOTATIONS) if t.software in SOFTWARE]
+    tasks = [t for t in read_dataset(medspot_annotations()) if t.software in SOFTWARE]
     write_dataset(tasks, dataset)
     for i, path in enumerate(sorted({s.image_path for t in tasks for s in t.steps})):
         _keyframe(dataset / path, i * 7)

@@ -4,23 +4,36 @@ OpenAI), spoken to in its family's own prompt and output conventions.
 The screenshot is resized on the client to the family's size (smart_resize for
 the Qwen2.5-VL family) before it is sent, so that the server's own resizing
 cannot shift the clicks; the answer is parsed into observation pixels. An
-unparsable answer, a point outside the image, or a server that keeps failing
-is no prediction (never a guess). The prompt, the raw text, the parsed points
-and the latency go into `Action.meta`, which the environment records.
+unparsable answer, a point outside the image, or a request the server refuses (HTTP 4xx)
+is no prediction (never a guess). A server that gives no usable reply after every retry
+(no connection, a timeout, HTTP 5xx, a body that is not JSON) raises `ServerUnavailable`:
+the model was not asked, so it is an infrastructure fault, not the model's failure
+(`clinigym.run.episodes` records the episode as one). The prompt, the raw text, the
+parsed points and the latency go into `Action.meta`, which the environment records.
+
+`preflight` asks a server before a run whether it answers and serves the model
+(GET {base_url}/models, as OpenAI-compatible servers list theirs).
+
+Chat-completions requests carry the sampling options (temperature, default 0.0: greedy
+and repeatable; max_tokens); a Responses API request (the openai-computer-use family)
+carries neither, as its computer-use models refuse a temperature. The API key and the
+extra request fields: `clinigym.agents.request`.
 """
 from __future__ import annotations
 
 import base64
 import io
 import json
-import os
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import requests
 from PIL import Image
 
+from clinigym.agents import request
 from clinigym.agents.families import Family, get_family
 from clinigym.agents.intent import action_type, typed_text
 from clinigym.core.actions import Action
@@ -41,40 +54,132 @@ class ModelError(AgentError):
     pass
 
 
-class Client:
-    """POSTs to an OpenAI-compatible server, retried with exponential back-off."""
+class ServerUnavailable(ModelError):
+    """The model server at `base_url` gave no usable reply (after every retry)."""
 
-    def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0,
-                 retries: int = 3, backoff: float = 0.5):
+    def __init__(self, base_url: str, model: str, problem: str):
+        self.base_url, self.model, self.problem = base_url, model, problem
+        super().__init__(f"the model server at {base_url} (model {model}) is unavailable: {problem}")
+
+
+class ModelNotServed(ModelError):
+    """The server answers but does not list the model."""
+
+    def __init__(self, base_url: str, model: str, served: list[str]):
+        self.base_url, self.model, self.served = base_url, model, served
+        super().__init__(f"the model server at {base_url} does not serve the model {model!r} "
+                         f"(it serves: {', '.join(served)}); give one of them with --model")
+
+
+class _Unavailable(ModelError):
+    """An attempt without a usable reply (see the module's docstring), as opposed to a refusal."""
+
+
+class Client:
+    """POSTs to an OpenAI-compatible server, retried with exponential back-off. Every body
+    gets the model and the extra fields (`request.extra_body`); the API key comes from an
+    environment variable (`request.api_key`) and goes only into the Authorization header."""
+
+    def __init__(self, base_url: str, model: str, api_key_env: str | None = None, timeout: float = 120.0,
+                 retries: int = 3, backoff: float = 0.5, extra_body: Mapping[str, Any] | str | None = None):
         self.base_url, self.model = base_url.rstrip("/"), model
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        self.extra_body = request.extra_body(extra_body)
         self._session = requests.Session()
         self._session.trust_env = False   # talk to the given URL, not through a proxy
-        key = os.environ.get(api_key_env)
+        key = request.api_key(api_key_env)
         if key:
             self._session.headers["Authorization"] = f"Bearer {key}"
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
-        """(the reply, or None when every attempt failed; the errors of the failed attempts)."""
-        errors: list[str] = []
-        for attempt in range(self.retries + 1):
+        """(the reply, or None when the server refused every attempt; the errors of the failed
+        attempts). ServerUnavailable when the last attempt got no usable reply."""
+        return self._call("POST", path, {"model": self.model, **body, **self.extra_body}, self.retries)
+
+    def models(self, timeout: float, retries: int) -> tuple[int, Any]:
+        """GET /models: (the HTTP status, its JSON body or None). ServerUnavailable when no
+        attempt got an HTTP answer."""
+        for attempt in range(retries + 1):
             try:
-                resp = self._session.post(f"{self.base_url}/{path}", json={"model": self.model, **body},
-                                          timeout=self.timeout)
+                resp = self._session.get(f"{self.base_url}/models", timeout=timeout)
+                break
+            except requests.RequestException as exc:
+                if attempt == retries:
+                    raise ServerUnavailable(self.base_url, self.model,
+                                            f"no answer to GET /models: {type(exc).__name__}: {exc}"[:400]) from None
+                time.sleep(self.backoff * 2 ** attempt)
+        try:
+            return resp.status_code, resp.json()
+        except ValueError:
+            return resp.status_code, None
+
+    def _call(self, method: str, path: str, body: dict[str, Any],
+              retries: int) -> tuple[dict[str, Any] | None, list[str]]:
+        errors: list[str] = []
+        unavailable = False
+        for attempt in range(retries + 1):
+            try:
+                resp = self._session.request(method, f"{self.base_url}/{path}", timeout=self.timeout, json=body)
                 if resp.status_code != 200:
-                    raise ModelError(f"HTTP {resp.status_code}: {resp.text[:200]}")
+                    error = _Unavailable if resp.status_code >= 500 else ModelError
+                    raise error(f"HTTP {resp.status_code}: {resp.text[:200]}")
                 try:
                     reply = resp.json()
                 except ValueError:
-                    raise ModelError(f"malformed JSON: {resp.text[:200]!r}") from None
+                    raise _Unavailable(f"malformed JSON: {resp.text[:200]!r}") from None
                 if not isinstance(reply, dict):
                     raise ModelError(f"not a JSON object: {resp.text[:200]!r}")
                 return reply, errors
             except (requests.RequestException, ModelError) as exc:
-                errors.append(f"{type(exc).__name__}: {exc}"[:300])
-                if attempt < self.retries:
+                unavailable = isinstance(exc, (requests.RequestException, _Unavailable))
+                name = "ModelError" if isinstance(exc, _Unavailable) else type(exc).__name__
+                errors.append(f"{name}: {exc}"[:300])
+                if attempt < retries:
                     time.sleep(self.backoff * 2 ** attempt)
+        if unavailable:
+            raise ServerUnavailable(self.base_url, self.model,
+                                    f"{len(errors)} attempts failed, the last with {errors[-1]}")
         return None, errors
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a server said about its models before a run."""
+    models: tuple[str, ...]              # the ids it lists
+    entry: dict[str, Any] | None = None  # the model's own entry, its plain fields (vLLM: `root`, its weights)
+    warning: str | None = None           # why the model could not be confirmed (the run goes on)
+
+
+def read_models(base_url: str, model: str, status: int, payload: Any) -> Served:
+    """A /models answer judged: the model listed (Served); the endpoint missing (HTTP 404,
+    405) or an empty list: the address answers but the model cannot be confirmed (a
+    warning; some proxies list nothing); another status or not a model list:
+    ServerUnavailable; a list without the model: ModelNotServed."""
+    if status in (404, 405):
+        return Served((), None, f"the model server at {base_url} has no /models endpoint (HTTP {status}): "
+                                f"cannot check that it serves {model!r}")
+    if status != 200:
+        hint = " (is the API key right? --api-key-env names its variable)" if status in (401, 403) else ""
+        raise ServerUnavailable(base_url, model, f"GET /models: HTTP {status}{hint}")
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(data, list):
+        raise ServerUnavailable(base_url, model, "GET /models: not a model list ({\"data\": [{\"id\": ...}]})")
+    listed = {str(m["id"]): m for m in data if isinstance(m, dict) and m.get("id") is not None}
+    if not listed:
+        return Served((), None, f"the model server at {base_url} lists no models: cannot check that it "
+                                f"serves {model!r}")
+    if model not in listed:
+        raise ModelNotServed(base_url, model, list(listed))
+    entry = {k: v for k, v in listed[model].items() if isinstance(v, (str, int, float, bool))}
+    return Served(tuple(listed), entry)
+
+
+def preflight(base_url: str, model: str, api_key_env: str | None = None, timeout: float = 10.0,
+              retries: int = 2) -> Served:
+    """Before a run: the server at `base_url` answers and serves `model` (`read_models`).
+    A dead address raises ServerUnavailable after `retries` retries."""
+    status, payload = Client(base_url, model, api_key_env, backoff=0.5).models(timeout, retries)
+    return read_models(base_url.rstrip("/"), model, status, payload)
 
 
 class HttpAgent:
@@ -83,11 +188,12 @@ class HttpAgent:
     def __init__(self, context: AgentContext | None = None, seed: int | None = None, *,
                  family: str | Family = "ui-tars-1.5",
                  base_url: str = "http://127.0.0.1:8000/v1", model: str = "default",
-                 api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, retries: int = 3,
-                 backoff: float = 0.5, max_tokens: int = 512):
+                 api_key_env: str | None = None, timeout: float = 120.0, retries: int = 3,
+                 backoff: float = 0.5, max_tokens: int = 512, temperature: float = 0.0,
+                 extra_body: Mapping[str, Any] | str | None = None):
         self.family = family if isinstance(family, Family) else get_family(family)
-        self.max_tokens = max_tokens
-        self.client = Client(base_url, model, api_key_env, timeout, retries, backoff)
+        self.max_tokens, self.temperature = request.max_tokens(max_tokens), request.temperature(temperature)
+        self.client = Client(base_url, model, api_key_env, timeout, retries, backoff, extra_body)
 
     def reset(self, seed: int | None = None) -> None:
         pass
@@ -103,8 +209,8 @@ class HttpAgent:
             # vLLM continues a final assistant message instead of starting a new turn.
             messages.append({"role": "assistant", "content": prompt.prefill})
             extra.update(continue_final_message=True, add_generation_prompt=False)
-        return "chat/completions", {"messages": messages, "temperature": 0.0, "max_tokens": self.max_tokens,
-                                    **extra}
+        return "chat/completions", {"messages": messages, "temperature": self.temperature,
+                                    "max_tokens": self.max_tokens, **extra}
 
     @staticmethod
     def _text(reply: dict, api: str) -> str:

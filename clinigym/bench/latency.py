@@ -1,5 +1,6 @@
 """`clinigym bench`: latency distributions and memory per program, with an idle-display
-baseline measured in the same command (ratios are against it)."""
+baseline measured in the same command (ratios are against it), and the per-step safety
+audit's time in the goal mode."""
 from __future__ import annotations
 
 import json
@@ -8,8 +9,9 @@ import time
 from pathlib import Path
 
 from clinigym.bench.settle import bench_settle, format_settle, ms_stats, oracle_steps
+from clinigym.envs.goal import GoalEnv
 from clinigym.envs.steps import StepsEnv
-from clinigym.runtime.backends import make_backend
+from clinigym.runtime.backends import Backend, make_backend
 from clinigym.runtime.backends.local import host_release
 from clinigym.runtime.display import DisplaySession
 from clinigym.spec.apps import load_app
@@ -39,6 +41,23 @@ def _oracle_steps(env: StepsEnv, repeats: int, phases: dict[str, list[float]], s
     for step in oracle_steps(env, repeats, seed=seed):
         for k in phases:
             phases[k].append(step["timings"].get(k, 0.0))
+
+
+AUDIT_EPISODES = 2   # oracle episodes for the audit's time: each is a reset, and the audit varies little
+
+
+def bench_audit(name: str, backend: Backend) -> dict | None:
+    """The per-step audit's time (`info["timings"]["audit"]`) over every step but the ending of
+    oracle episodes in the goal mode, on the program's first scenario with a goal (None: none)."""
+    scenario = next((s for s in all_scenarios() if s.app == name and s.goal is not None), None)
+    if scenario is None:
+        return None
+    env = GoalEnv(scenario, "goal", backend=backend)
+    try:
+        steps = oracle_steps(env, AUDIT_EPISODES)
+    finally:
+        env.close()   # the backend stays open: it is the caller's
+    return {"scenario": scenario.key, **ms_stats([s["timings"]["audit"] for s in steps if "audit" in s["timings"]])}
 
 
 def bench_app(name: str, repeats: int, kind: str = "local", watch_all: bool = False) -> dict:
@@ -83,7 +102,7 @@ def bench_app(name: str, repeats: int, kind: str = "local", watch_all: bool = Fa
         result = {"scenario": scenario.key, "backend": kind, "screenshot": ms_stats(grabs),
                   "cold_start_ms": cold_start * 1000, "reset": ms_stats(resets),
                   "step": {k: ms_stats(v) for k, v in phases.items()},
-                  "rss_mb": memory, "ocr_agent_step": ms_stats(ocr_times),
+                  "rss_mb": memory, "ocr_agent_step": ms_stats(ocr_times), "audit_step": bench_audit(name, backend),
                   "quiet_s": app.settle.quiet, "idle_quiet_s": app.settle.idle_quiet,
                   "settle_rule": bench_settle(env, repeats, scenarios if watch_all else None)}
         if recreates:
@@ -124,7 +143,7 @@ def format_bench(result: dict) -> str:
     base = result["baseline"]
     lines = [f"{'program':<12} {'backend':<7} {'shot p50':>9} {'step p50':>9} {'step p95':>9} "
              f"{'act':>7} {'settle':>7} {'reset p50':>10} {'reset p95':>10} {'recreate p50/p95':>17} "
-             f"{'mem MB':>7} {'step/base':>9} {'OCR p50':>8} {'OCR p95':>8}"]
+             f"{'mem MB':>7} {'step/base':>9} {'OCR p50':>8} {'OCR p95':>8} {'audit p50/p95':>14}"]
     lines.append(f"{'(idle X)':<12} {'local':<7} {base['screenshot']['p50_ms']:>9.1f} "
                  f"{base['step']['p50_ms']:>9.0f} {base['step']['p95_ms']:>9.0f}")
     for r in result["apps"]:
@@ -132,12 +151,14 @@ def format_bench(result: dict) -> str:
         ratio = s["total"]["p50_ms"] / base["step"]["p50_ms"]
         rec = r.get("recreate")
         recreate = f"{rec['p50_ms']:.0f}/{rec['p95_ms']:.0f}" if rec else "-"
+        aud = r.get("audit_step")
+        audit = f"{aud['p50_ms']:.1f}/{aud['p95_ms']:.1f}" if aud and aud["n"] else "-"
         lines.append(
             f"{r['app']:<12} {r['backend']:<7} {r['screenshot']['p50_ms']:>9.1f} "
             f"{s['total']['p50_ms']:>9.0f} {s['total']['p95_ms']:>9.0f} {s['act']['p50_ms']:>7.1f} "
             f"{s['settle']['p50_ms']:>7.0f} {r['reset']['p50_ms']:>10.0f} {r['reset']['p95_ms']:>10.0f} "
             f"{recreate:>17} {r['rss_mb']:>7.0f} {ratio:>8.2f}x "
-            f"{r['ocr_agent_step']['p50_ms']:>8.0f} {r['ocr_agent_step']['p95_ms']:>8.0f}")
+            f"{r['ocr_agent_step']['p50_ms']:>8.0f} {r['ocr_agent_step']['p95_ms']:>8.0f} {audit:>14}")
     for sc in result.get("side_by_side", []):
         rounds = ", ".join(f"{r['environments']}: {r['step']['p50_ms']:.0f}" for r in sc["rounds"])
         lines.append(f"side by side, {sc['app']} on {sc['backend']}: step p50 ms by environments ({rounds}); "
@@ -146,7 +167,9 @@ def format_bench(result: dict) -> str:
     lines.append("times in ms (p50/p95 over all steps of repeated oracle episodes); "
                  "step/base = step p50 over the idle-display click-to-settled p50; reset = restart in "
                  "place, recreate = new container + reset; mem = RSS (local) or container memory "
-                 "without page cache (docker); OCR = the OCR agent's act() on the first screen, uncached")
+                 "without page cache (docker); OCR = the OCR agent's act() on the first screen, uncached; "
+                 "audit = the per-step safety audit of a goal-mode oracle episode (its records read and "
+                 "compared), over every action but the ending one")
     return "\n".join(lines)
 
 

@@ -6,6 +6,12 @@ import sys
 import threading
 from pathlib import Path
 
+from clinigym.cli.conventions import Ignored, add_deprecated, examples, program, warn_ignored
+
+COLLECT_IGNORED = (Ignored(("--program", "--scenario", "--task", "--id", "--out", "--dataset", "--parquet",
+                            "--backend", "--no-ocr"), lambda a: "with --review" if a.review else None),)
+COLLECT_DATASET = "datasets/collected"
+
 
 def _serve(server, what: str) -> int:
     print(f"{what}\nopen {server.url}", flush=True)
@@ -21,6 +27,7 @@ def _serve(server, what: str) -> int:
 
 def cmd_collect(args) -> int:
     from clinigym.collect.server import CollectServer
+    warn_ignored(args, COLLECT_IGNORED)
     if args.review:
         from clinigym.collect.review import ReviewSession
         try:
@@ -30,13 +37,13 @@ def cmd_collect(args) -> int:
             return 2
         return _serve(CollectServer(session, args.port, verbose=args.verbose),
                       f"reviewing {args.review}; corrections go to {session.out}")
-    if not args.app:
-        print("error: give --app APP (or --review EPISODE_DIR)", file=sys.stderr)
+    if not args.program:
+        print("error: give --program PROGRAM (or --review EPISODE_DIR)", file=sys.stderr)
         return 2
     from clinigym.collect.session import CollectSession
     try:
-        session = CollectSession(args.app, args.scenario, args.task or "", scenario_dir=args.out_dir,
-                                 dataset=args.dataset, parquet=args.parquet, scenario_id=args.id,
+        session = CollectSession(args.program, args.scenario, args.task or "", scenario_dir=args.out,
+                                 dataset=args.dataset or COLLECT_DATASET, parquet=args.parquet, scenario_id=args.id,
                                  use_ocr=not args.no_ocr, backend=args.backend)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -68,27 +75,32 @@ def cmd_agreement(args) -> int:
 
 def register(sub) -> None:
     from clinigym.collect.agreement import AGREE_IOU
+    from clinigym.runtime.backends import KINDS
     p = sub.add_parser(
         "collect", help="demonstrate a task on a live program in a local web page; write a scenario",
         description="Start the program and serve a page on 127.0.0.1 (a random token in the URL) that shows "
                     "the live screen and forwards mouse and keyboard. Each action is recorded with its "
                     "pre-action screenshot and a proposed target box to accept or adjust, with an "
-                    "instruction. End writes scenarios/<app>/<id>.yaml (or --out-dir), replays it with the "
+                    "instruction. End writes scenarios/<program>/<id>.yaml (or into --out), replays it with the "
                     "oracle and appends it to a MedSPOT-format dataset and its parquet export. "
-                    "--review EPISODE_DIR opens a recorded episode instead, to fix wrong ground truth.")
-    p.add_argument("--app", help="the program (see `clinigym apps`)")
+                    "--review EPISODE_DIR opens a recorded episode instead, to fix wrong ground truth.",
+        epilog=examples("clinigym collect --program orthanc --task 'Open the study of patient DOE^JANE'",
+                        "clinigym collect --program dicomscope --scenario dicomscope/medspot-01-flip --out mine",
+                        "clinigym collect --review runs/oracle/episodes/0001-orthanc-open-patient-study"))
+    p.add_argument("--program", type=program, help="the program (see `clinigym programs`)")
+    add_deprecated(p, "--app", "--program", "program", type=program)
     p.add_argument("--scenario", help="start from this scenario's start state (its args and set-up steps)")
     p.add_argument("--task", help="the task overview (editable on the page)")
     p.add_argument("--id", help="the scenario id (file name); default: from the overview")
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
-    p.add_argument("--out-dir", help="folder for the scenario file (default: scenarios/<app>/ of the built-in "
-                                     "library in a checkout, else of the current folder)")
-    p.add_argument("--dataset", default="datasets/collected",
-                   help="MedSPOT-format dataset the task is appended to (default datasets/collected)")
+    p.add_argument("--out", metavar="DIR", help="folder for the scenario file (default: scenarios/<program>/ of the "
+                                                "built-in library in a checkout, else of the current folder)")
+    add_deprecated(p, "--out-dir", "--out", "out")
+    p.add_argument("--dataset", help=f"MedSPOT-format dataset the task is appended to (default {COLLECT_DATASET})")
     p.add_argument("--parquet", help="parquet export (default <dataset>/collected.parquet)")
-    p.add_argument("--backend", choices=("local", "docker"),
+    p.add_argument("--backend", choices=KINDS,
                    help="where the program runs (default: see clinigym.runtime.backends)")
-    p.add_argument("--no-ocr", action="store_true", help="no OCR text boxes as proposals (faster)")
+    p.add_argument("--no-ocr", action="store_true", default=None, help="no OCR text boxes as proposals (faster)")
     p.add_argument("--review", metavar="EPISODE_DIR", help="review a recorded episode instead")
     p.add_argument("--verbose", action="store_true", help="log every HTTP request")
     p.set_defaults(func=cmd_collect)
@@ -96,7 +108,8 @@ def register(sub) -> None:
     p = sub.add_parser(
         "agreement", help="compare two annotators' MedSPOT-format files of the same tasks",
         description="Per-step box IoU of two MedSPOT-format annotation files (tasks by index, steps by "
-                    "step_id), mean IoU and the agreement rate (IoU >= threshold).")
+                    "step_id), mean IoU and the agreement rate (IoU >= threshold).",
+        epilog=examples("clinigym agreement alice/DICOMscope_Annotation.json bob/DICOMscope_Annotation.json"))
     p.add_argument("a", help="annotator A's <Software>_Annotation.json")
     p.add_argument("b", help="annotator B's <Software>_Annotation.json")
     p.add_argument("--threshold", type=float, default=AGREE_IOU, help="IoU for agreement (default 0.5)")

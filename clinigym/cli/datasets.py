@@ -5,6 +5,7 @@ import json
 import sys
 from pathlib import Path
 
+from clinigym.cli.conventions import examples
 from clinigym.eval.similarity import DEFAULT_THRESHOLD
 
 REPLAY_THRESHOLD_HELP = f"fraction of identical pixels for a screen to match (default {DEFAULT_THRESHOLD})"
@@ -86,21 +87,27 @@ def cmd_validate(args) -> int:
 def register(sub) -> None:
     from clinigym.eval.report import GALLERY_LIMIT, THUMB_WIDTH
     from clinigym.eval.validate import DEFAULT_MAX_OFFSET
+    from clinigym.runtime.backends import KINDS
 
-    p = sub.add_parser("export", help="recorded episodes as a MedSPOT-format dataset and/or parquet")
+    p = sub.add_parser("export", help="recorded episodes as a MedSPOT-format dataset and/or parquet",
+                       epilog=examples("clinigym export runs/oracle --medspot datasets/mine",
+                                       "clinigym export runs/oracle --parquet datasets/mine.parquet --all"))
     p.add_argument("runs", nargs="+", help="run folders or episode folders")
-    p.add_argument("--medspot", help="output folder: annotation JSON per program plus keyframes")
-    p.add_argument("--parquet", help="output file: Hugging Face datasets parquet, one row per step (extra `datasets`)")
+    p.add_argument("--medspot", metavar="DIR",
+                   help="output folder: annotation JSON per program plus keyframes")
+    p.add_argument("--parquet", metavar="FILE",
+                   help="output file: Hugging Face datasets parquet, one row per step (extra `datasets`)")
     p.add_argument("--all", action="store_true", help="also episodes that did not complete")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
         "report", help="an HTML/JSON/Markdown report comparing recorded runs",
         description="Score recorded runs and write report.html (self-contained: inline CSS and SVG, "
-                    "no network), report.json, report.md and the per-step gallery images into --out.")
+                    "no network), report.json, report.md and the per-step gallery images into --out.",
+        epilog=examples("clinigym report runs/oracle runs/random --out runs/report"))
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                    help="a run folder (with episodes/) or an episode folder; one column per folder")
-    p.add_argument("--out", default="report/", help="report folder (default: report/)")
+    p.add_argument("--out", default="report/", metavar="DIR", help="the report folder it writes (default: report/)")
     p.add_argument("--gallery-limit", type=int, default=GALLERY_LIMIT,
                    help=f"steps shown per run in the gallery (default: {GALLERY_LIMIT})")
     p.add_argument("--thumb-width", type=int, default=THUMB_WIDTH,
@@ -111,10 +118,11 @@ def register(sub) -> None:
         "replay", help="re-run recorded live episodes and check that screens and outcomes reproduce",
         description="Re-execute each recorded episode's actions on the live program from a fresh reset; "
                     "per action, compare the live screen before it with the recorded one and the outcome "
-                    "with the recorded outcome. Exit 0 when every action matches, 1 otherwise.")
+                    "with the recorded outcome. Exit 0 when every action matches, 1 otherwise.",
+        epilog=examples("clinigym replay runs/oracle", "clinigym replay runs/oracle --backend docker --json"))
     p.add_argument("episodes", nargs="+", help="episode folders, or run folders holding episodes")
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
-    p.add_argument("--backend", choices=("local", "docker"),
+    p.add_argument("--backend", choices=KINDS,
                    help="where to run the program (default: the backend the episode was recorded on)")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help=REPLAY_THRESHOLD_HELP)
     p.set_defaults(func=cmd_replay)
@@ -123,9 +131,11 @@ def register(sub) -> None:
         "validate", help="check a static MedSPOT-format dataset against the live programs",
         description="Execute each mapped task's ground-truth actions on its live program and compare, per "
                     "step, the keyframe with the live screen, the target's content and place, and the live "
-                    "transition. Exit 0 when no step is flagged, 1 otherwise.")
+                    "transition. Exit 0 when no step is flagged, 1 otherwise.",
+        epilog=examples("clinigym validate datasets/medspot-live",
+                        "clinigym validate datasets/mine --scenario-map map.yaml --json"))
     p.add_argument("dataset", help="folder with <Software>_Annotation.json files and the images they name")
-    p.add_argument("--scenario-map", help="YAML or JSON file: {\"<Software>/<index>\": \"<app>/<id>\"}; "
+    p.add_argument("--scenario-map", help="YAML or JSON file: {\"<Software>/<index>\": \"<program>/<id>\"}; "
                                           "default: the scenario each exported task names")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help=REPLAY_THRESHOLD_HELP)

@@ -1,4 +1,4 @@
-"""Programs: `apps`, `images`, `cleanup`, `view`."""
+"""Programs: `programs` (once `apps`), `images`, `cleanup`, `view`."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,11 @@ import signal
 import subprocess
 import sys
 
+from clinigym.cli.conventions import Ignored, examples, program, warn, warn_ignored
 from clinigym.spec.apps import app_names, load_app
+
+IGNORED = (Ignored(("--packages", "--json"), lambda a: "with --fetch" if a.fetch else None),
+           Ignored(("--json",), lambda a: "with --packages" if a.packages else None))
 
 
 def _missing(packages: list[str]) -> list[str]:
@@ -37,6 +41,9 @@ def _fetch() -> int:
 
 
 def cmd_apps(args) -> int:
+    if args.command == "apps":
+        warn("`clinigym apps` is deprecated: use `clinigym programs` (the old name goes in the next release)")
+    warn_ignored(args, IGNORED)
     if args.fetch:
         return _fetch()
     from clinigym.runtime import pyenv
@@ -63,7 +70,7 @@ def cmd_apps(args) -> int:
             ["chromium"] if any(p.browser for p in app.processes) else [])
         runnable = not missing and all(shutil.which(b) for b in binaries) and bool(shutil.which("Xvfb"))
         if venv and not pyenv.is_made(app):
-            missing = [*missing, "(Python packages: clinigym apps --fetch)"]
+            missing = [*missing, "(Python packages: clinigym programs --fetch)"]
         rows.append({"name": name, "title": app.title, "release": app.release, "folder": str(app.folder),
                      "packages": app.debian_packages, "missing_packages": missing, "installed": not missing,
                      "runnable": runnable, "scenarios": counts.get(name, 0), "port_block": app.port_block,
@@ -119,28 +126,35 @@ def cmd_view(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("apps", help="programs, and whether each is installed and runnable")
-    p.add_argument("--json", action="store_true", help="machine-readable output (with each program's folder, "
-                                                       "port block and first instance's ports)")
-    p.add_argument("--packages", action="store_true", help="print the Debian packages all programs need")
+    p = sub.add_parser("programs", aliases=["apps"], help="programs, and whether each is installed and runnable",
+                       epilog=examples("clinigym programs", "clinigym programs --json",
+                                       "# the Debian packages the programs of this machine's release need",
+                                       "clinigym programs --packages"))
+    p.add_argument("--json", action="store_true", default=None,
+                   help="machine-readable output (with each program's folder, port block and first instance's ports)")
+    p.add_argument("--packages", action="store_true", default=None,
+                   help="print the Debian packages all programs need")
     p.add_argument("--fetch", action="store_true",
                    help="download every program's pinned npm packages into the cache (verified; once) and "
                         "install its pinned Python packages into its own virtualenv")
     p.set_defaults(func=cmd_apps)
 
-    p = sub.add_parser("images", help="build the Docker images: Debian bases (debootstrap) and one per program")
-    p.add_argument("apps", nargs="*", help="programs (default: all)")
+    p = sub.add_parser("images", help="build the Docker images: Debian bases (debootstrap) and one per program",
+                       epilog=examples("clinigym images", "clinigym images ginkgocadx --force"))
+    p.add_argument("apps", nargs="*", type=program, metavar="PROGRAM", help="programs (default: all)")
     p.add_argument("--force", action="store_true",
                    help="rebuild the program images even when their inputs did not change")
     p.set_defaults(func=cmd_images)
 
     p = sub.add_parser("cleanup", help="remove what clinigym runs that are gone left: containers, processes "
-                                       "(programs, X servers, window managers), display locks, work folders")
+                                       "(programs, X servers, window managers), display locks, work folders",
+                       epilog=examples("clinigym cleanup", "clinigym cleanup --all --json"))
     p.add_argument("--all", action="store_true", help="every clinigym container too, also of live runs")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the removed items as JSON")
     p.set_defaults(func=cmd_cleanup)
 
-    p = sub.add_parser("view", help="watch a running program live in a browser (noVNC on loopback)")
+    p = sub.add_parser("view", help="watch a running program live in a browser (noVNC on loopback)",
+                       epilog=examples("clinigym view orthanc", "clinigym view :101 --duration 600"))
     p.add_argument("target", help="a clinigym container's name (see `docker ps`), a program name "
                                   "with one running container, or an X display such as :101")
     p.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from clinigym.cli.conventions import examples
+
 
 def _line(m) -> str:
     final = f"{min(m.finals):.6f}" if m.finals else "-"
@@ -33,11 +35,14 @@ def register(sub) -> None:
                     "episodes from fresh resets and report, per check, the lowest identity of the final "
                     "region with its reference and the highest identity of the untouched start region. "
                     "Exit 1 when a final region falls below the check's min_identical or a start region "
-                    "reaches it.")
-    p.add_argument("pattern", help="glob on app/id, or an app name")
+                    "reaches it.",
+        epilog=examples("clinigym reference dicomscope",
+                        "clinigym reference 'dicomscope/medspot-0*' --runs 3 --backend docker",
+                        "clinigym reference dicomscope --overwrite --frames runs/frames --json"))
+    p.add_argument("pattern", help="glob on program/id, or a program name")
     p.add_argument("--runs", type=int, default=0, metavar="N", help="episodes that measure (default 0: record only)")
     p.add_argument("--overwrite", action="store_true", help="record every reference again")
     p.add_argument("--backend", choices=KINDS, help="where programs run (default as for `clinigym run`)")
     p.add_argument("--frames", metavar="DIR", help="also save each episode's whole start and final screens here")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the measures as JSON")
     p.set_defaults(func=cmd_reference)

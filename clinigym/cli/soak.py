@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from clinigym.cli.conventions import examples
+
 
 def format_soak(result) -> str:
     v = result.verdict
@@ -46,12 +48,15 @@ def cmd_soak(args) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("soak", help="a long pool run of the oracle with faults injected (programs, displays, "
-                                    "containers, workers killed or stopped), then what it left")
+                                    "containers, workers killed or stopped), then what it left",
+                       epilog=examples("clinigym soak --out runs/soak",
+                                       "clinigym soak --episodes 36 --faults 10 --seed 3 --out runs/soak-short"))
     p.add_argument("--episodes", type=int, default=1000, help="episodes in all, over the soak's scenario mix")
     p.add_argument("--faults", type=int, default=150, help="faults to inject, spread over the run")
-    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--workers", type=int, default=4, help="pool workers (default 4)")
     p.add_argument("--seed", type=int, default=0, help="of the faults' moments, kinds and targets")
-    p.add_argument("--out", default="runs/soak", help="the run folder (replaced); soak.json is written there")
+    p.add_argument("--out", default="runs/soak", metavar="DIR",
+                   help="the run folder it writes (replaced; default runs/soak), with soak.json")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON instead of the table")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_soak)

@@ -5,6 +5,8 @@ import json
 import sys
 from pathlib import Path
 
+from clinigym.cli.conventions import examples
+
 
 def cmd_scenarios(args) -> int:
     from clinigym.spec.scenarios import select
@@ -47,23 +49,28 @@ def cmd_shape(args) -> int:
 
 def register(sub) -> None:
     from clinigym.eval.coverage import PROGRAMS
-    p = sub.add_parser("scenarios", help="list (and validate) scenario files")
-    p.add_argument("pattern", nargs="?", default="*", help="glob on app/id (default: all)")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("scenarios", help="list (and validate) scenario files",
+                       epilog=examples("clinigym scenarios", "clinigym scenarios 'orthanc/*' --json",
+                                       "clinigym scenarios scenarios/orthanc/delete-study.yaml"))
+    p.add_argument("pattern", nargs="?", default="*",
+                   help="glob on program/id, a program name or a scenario file (default: all)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_scenarios)
 
     p = sub.add_parser(
         "coverage", help="which MedSPOT tasks the scenario library reproduces live",
         description="One row per MedSPOT task of " + ", ".join(PROGRAMS) + ": its live scenario, its status "
                     "(reproduced, adapted, impossible, blocked, missing) and the adaptation or reason. "
-                    "Exit 1 when a task is missing.")
+                    "Exit 1 when a task is missing.",
+        epilog=examples("clinigym coverage medspot/annotations", "clinigym coverage medspot/annotations --json"))
     p.add_argument("annotations", help="folder with MedSPOT's <Software>_Annotation.json files")
     p.add_argument("--json", action="store_true", help="machine-readable output (default: Markdown tables)")
     p.set_defaults(func=cmd_coverage)
 
     p = sub.add_parser(
-        "shape", help="tasks, steps, action types and target sizes of MedSPOT-format datasets, side by side")
+        "shape", help="tasks, steps, action types and target sizes of MedSPOT-format datasets, side by side",
+        epilog=examples("clinigym shape medspot/annotations datasets/medspot-live --per-program"))
     p.add_argument("datasets", nargs="+", help="dataset folders (annotation JSON files)")
     p.add_argument("--per-program", action="store_true", help="also one row per annotation file")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_shape)

@@ -28,6 +28,7 @@ import secrets
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -127,60 +128,105 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- routes ---------------------------------------------------------------------------
     def _route(self, method: str, path: str, query: dict) -> None:
-        app = self.server.app
-        session = app.session
-        review = app.mode == "review"
+        mode = self.server.app.mode
+        data = query if method == "GET" else self._body()
+        route = ROUTES[mode].get((method, path))
+        if route is not None:
+            return route(self, data)
+        m = _IMAGE.match(path) if method == "GET" else None
+        if m:
+            return _image(self, path, int(m.group(1)), m.group(2))
         if method == "GET":
-            if path in ("/", "/index.html"):
-                page = (STATIC / "page.html").read_text().replace("__TOKEN__", json.dumps(app.token)[1:-1])
-                return self._send(200, page.encode(), "text/html; charset=utf-8")
-            if path == "/page.js":
-                return self._send(200, (STATIC / "page.js").read_bytes(), "text/javascript; charset=utf-8")
-            if path == "/api/state":
-                return self._json(200, session.state())
-            if path == "/api/screen.jpg":
-                if review:
-                    raise KeyError("no live screen in review mode")
-                body, seq = session.view.jpeg()
-                return self._send(200, body, "image/jpeg", {"X-Frame-Seq": str(seq)})
-            m = _IMAGE.match(path)
-            if m:
-                image = session.image(int(m.group(1)), m.group(2))
-                if not image.exists():
-                    raise KeyError(f"{path}: no such image")
-                return self._send(200, image.read_bytes(), "image/png")
             raise KeyError(f"no such page: {path}")
-        body = self._body()
-        if review:
-            if path == "/api/correct":
-                return self._json(200, session.correct(body.get("t"), body.get("box"), bool(body.get("wrong", True)),
-                                                       str(body.get("note") or "")))
-            raise KeyError(f"no such call in review mode: {path}")
-        if path == "/api/action":
-            step = session.perform(body)
-            return self._json(200, step.to_json())
-        if path == "/api/check":
-            try:
-                flags = session.check(body.get("step"), body.get("box"), body.get("instruction"), body.get("end_box"))
-            except ValueError as exc:
-                raise ActionError(str(exc)) from None
-            return self._json(200, {"flags": flags})
-        if path == "/api/accept":
-            return self._json(200, session.accept(body.get("step"), body.get("box"), body.get("instruction"),
-                                                  body.get("end_box"), bool(body.get("force"))))
-        if path == "/api/undo":
-            return self._json(200, session.undo())
-        if path == "/api/end":
-            overview, sid = body.get("overview"), body.get("scenario_id")
-            if overview is not None and not isinstance(overview, str) or sid is not None and not isinstance(sid, str):
-                raise ActionError("overview and scenario_id are strings")
-            result = session.end(overview, sid)
-            if app.on_result:
-                app.on_result(result)
-            return self._json(200, result)
-        if path == "/api/new":
-            return self._json(200, session.new_task(body.get("overview")))
-        raise KeyError(f"no such call: {path}")
+        raise KeyError(f"no such call{' in review mode' if mode == 'review' else ''}: {path}")
+
+
+# A route answers a request: GET with its query, POST with its JSON body.
+Route = Callable[[Handler, dict], None]
+
+
+def _page(h: Handler, _: dict) -> None:
+    page = (STATIC / "page.html").read_text().replace("__TOKEN__", json.dumps(h.server.app.token)[1:-1])
+    h._send(200, page.encode(), "text/html; charset=utf-8")
+
+
+def _script(h: Handler, _: dict) -> None:
+    h._send(200, (STATIC / "page.js").read_bytes(), "text/javascript; charset=utf-8")
+
+
+def _state(h: Handler, _: dict) -> None:
+    h._json(200, h.server.app.session.state())
+
+
+def _screen(h: Handler, _: dict) -> None:
+    body, seq = h.server.app.session.view.jpeg()
+    h._send(200, body, "image/jpeg", {"X-Frame-Seq": str(seq)})
+
+
+def _no_screen(h: Handler, _: dict) -> None:
+    raise KeyError("no live screen in review mode")
+
+
+def _image(h: Handler, path: str, index: int, which: str) -> None:
+    image = h.server.app.session.image(index, which)
+    if not image.exists():
+        raise KeyError(f"{path}: no such image")
+    h._send(200, image.read_bytes(), "image/png")
+
+
+def _action(h: Handler, body: dict) -> None:
+    h._json(200, h.server.app.session.perform(body).to_json())
+
+
+def _check(h: Handler, body: dict) -> None:
+    try:
+        flags = h.server.app.session.check(body.get("step"), body.get("box"), body.get("instruction"),
+                                           body.get("end_box"))
+    except ValueError as exc:
+        raise ActionError(str(exc)) from None
+    h._json(200, {"flags": flags})
+
+
+def _accept(h: Handler, body: dict) -> None:
+    h._json(200, h.server.app.session.accept(body.get("step"), body.get("box"), body.get("instruction"),
+                                             body.get("end_box"), bool(body.get("force"))))
+
+
+def _undo(h: Handler, _: dict) -> None:
+    h._json(200, h.server.app.session.undo())
+
+
+def _end(h: Handler, body: dict) -> None:
+    app = h.server.app
+    overview, sid = body.get("overview"), body.get("scenario_id")
+    if overview is not None and not isinstance(overview, str) or sid is not None and not isinstance(sid, str):
+        raise ActionError("overview and scenario_id are strings")
+    result = app.session.end(overview, sid)
+    if app.on_result:
+        app.on_result(result)
+    h._json(200, result)
+
+
+def _new(h: Handler, body: dict) -> None:
+    h._json(200, h.server.app.session.new_task(body.get("overview")))
+
+
+def _correct(h: Handler, body: dict) -> None:
+    h._json(200, h.server.app.session.correct(body.get("t"), body.get("box"), bool(body.get("wrong", True)),
+                                              str(body.get("note") or "")))
+
+
+_PAGES: dict[tuple[str, str], Route] = {
+    ("GET", "/"): _page, ("GET", "/index.html"): _page, ("GET", "/page.js"): _script, ("GET", "/api/state"): _state}
+# Per server mode (`CollectServer.mode`): (method, path) -> route; a step's images are the
+# one pattern (`_IMAGE`), served in both.
+ROUTES: dict[str, dict[tuple[str, str], Route]] = {
+    "collect": _PAGES | {
+        ("GET", "/api/screen.jpg"): _screen, ("POST", "/api/action"): _action, ("POST", "/api/check"): _check,
+        ("POST", "/api/accept"): _accept, ("POST", "/api/undo"): _undo, ("POST", "/api/end"): _end,
+        ("POST", "/api/new"): _new},
+    "review": _PAGES | {("GET", "/api/screen.jpg"): _no_screen, ("POST", "/api/correct"): _correct},
+}
 
 
 class CollectServer:

@@ -12,60 +12,21 @@ import shutil
 import tempfile
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-from clinigym.collect import proposals as prop
 from clinigym.collect import quality
-from clinigym.collect.actions import parse_action, suggest
-from clinigym.collect.boxes import area_fraction, contains
+from clinigym.collect.actions import parse_action
 from clinigym.collect.errors import ActionError, Conflict
-from clinigym.collect.press import press_probe
+from clinigym.collect.probe import CollectedStep, Probe
 from clinigym.collect.stream import LiveView
-from clinigym.core.errors import InvalidAction
 from clinigym.core.screen import Frame, changed_pixels
 from clinigym.spec.apps import AppSpec, load_app
 
-__all__ = ["ActionError", "CollectSession", "CollectedStep", "Conflict"]
-
-
-@dataclass
-class CollectedStep:
-    index: int
-    action: dict                               # type, point, end_point, text, keys, scroll
-    candidates: list[prop.Proposal]
-    proposal: prop.Proposal
-    end_proposal: prop.Proposal | None
-    changed_pixels: int
-    settled: bool
-    suggestion: str
-    windows_new: list[str] = field(default_factory=list)
-    windows_gone: list[str] = field(default_factory=list)
-    dom_new: list[str] = field(default_factory=list)
-    dom_gone: list[str] = field(default_factory=list)
-    regions: list[list[int]] = field(default_factory=list)   # changed regions, largest first
-    box: list[float] | None = None             # the accepted box
-    end_box: list[float] | None = None
-    instruction: str | None = None
-    flags: list[str] = field(default_factory=list)
-    accepted: bool = False
-    timings: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return {"index": self.index, "action": self.action,
-                "candidates": [c.to_json() for c in self.candidates],
-                "proposal": self.proposal.to_json(),
-                "end_proposal": self.end_proposal.to_json() if self.end_proposal else None,
-                "changed_pixels": self.changed_pixels, "settled": self.settled, "suggestion": self.suggestion,
-                "windows_new": self.windows_new, "windows_gone": self.windows_gone,
-                "dom_new": self.dom_new, "dom_gone": self.dom_gone, "regions": self.regions[:5],
-                "box": self.box, "end_box": self.end_box, "instruction": self.instruction,
-                "flags": self.flags, "accepted": self.accepted, "timings": self.timings,
-                "before": f"step-{self.index:03d}-before.png", "after": f"step-{self.index:03d}-after.png"}
+__all__ = ["ActionError", "CollectSession", "CollectedStep", "Conflict", "parse_action"]
 
 
 class CollectSession:
@@ -221,100 +182,27 @@ class CollectSession:
             self.lock.release()
 
     def _perform(self, action: dict) -> CollectedStep:
+        """The phases of `clinigym.collect.probe`: look before, forward, settle, what changed,
+        the proposed step."""
         t0 = time.monotonic()
-        timings: dict[str, float] = {}
         pre = self._pre_frame()
         index = len(self.steps)
-        Image.fromarray(pre.rgb).save(self.workdir / f"step-{index:03d}-before.png", compress_level=1)
-        point = action.get("point")
-        kind = action["type"]
-        candidates: list[prop.Proposal] = []
-        end_proposal = None
-        windows_before = self._windows()
-        landmarks_before: dict = {}
-        # 1. before forwarding: the DOM box (browser programs), the OCR text box (others, in the background)
-        if self.has_dom:
-            t = time.monotonic()
-            landmarks_before = self._dom(prop.dom_landmarks)
-            if point is not None:
-                dom = self._dom(prop.dom_at, point, kind == "type")
-                if dom is not None:
-                    candidates.append(dom)
-            if kind == "drag":
-                end_proposal = self._dom(prop.dom_at, action["end_point"])
-            timings["dom"] = time.monotonic() - t
-        ocr: Future | None = None
-        if not self.has_dom and self.use_ocr and point is not None:
-            from clinigym.agents.ocr import run_ocr
-            ocr = self._ocr_pool.submit(run_ocr, pre.rgb)
-        # 2. forward, watching the element's own feedback on pixel programs
-        t = time.monotonic()
-        base = pre
-        try:
-            if not self.has_dom and point is not None and kind != "type":
-                self.display.move(*point)
-                base, _ = self._settle(since=pre)
-                hover = prop.feedback_box(pre.bgra, base.bgra, point)
-                if hover:
-                    candidates.append(prop.Proposal("hover", hover))
-            if not self.has_dom and kind == "click":
-                press = press_probe(self.backend, point, base)
-                if press:
-                    candidates.append(prop.Proposal("press", press))
-            else:
-                self._inject(action)
-        except InvalidAction as exc:   # an input the display cannot produce
-            raise ActionError(str(exc)) from None
-        timings["inject"] = time.monotonic() - t
+        self._save(pre, index, "before")
+        probe = Probe(self, action, pre)
+        base = probe.forward()
         t = time.monotonic()
         post, settled = self._settle(since=base)
-        timings["settle"] = time.monotonic() - t
+        probe.timings["settle"] = time.monotonic() - t
         self._last = post
-        Image.fromarray(post.rgb).save(self.workdir / f"step-{index:03d}-after.png", compress_level=1)
-        # 3. what changed
-        n_changed = changed_pixels(pre.raw, post.raw)
-        regions = prop.changed_regions(pre.bgra, post.bgra) if n_changed else []
-        if point is not None and n_changed and not self.has_dom:
-            high = prop.highlight_box(pre.bgra, post.bgra, point)
-            if high:
-                candidates.append(prop.Proposal("changed", high))
-            region = next((r for r in sorted(regions, key=lambda r: (r[2] - r[0]) * (r[3] - r[1]))
-                           if contains(r, point, prop.CONTAIN_MARGIN)
-                           and area_fraction(r, self.width, self.height) <= prop.MAX_AREA_FRACTION), None)
-            if region:
-                candidates.append(prop.Proposal("region", region))
-        windows_after = self._windows()
-        dom_new, dom_gone = [], []
-        if self.has_dom:
-            landmarks_after = self._dom(prop.dom_landmarks)
-            dom_new = [s for s in landmarks_after if s not in landmarks_before]
-            dom_gone = [s for s in landmarks_before if s not in landmarks_after]
-        if ocr is not None:
-            t = time.monotonic()
-            found = prop.ocr_box(ocr.result(timeout=120), point)
-            timings["ocr"] = time.monotonic() - t
-            if found:
-                candidates.append(prop.Proposal("ocr", found[0], label=found[1]))
-        if point is not None:
-            candidates.append(prop.Proposal("point", prop.point_box(point, self.width, self.height)))
-        if kind == "drag" and end_proposal is None:
-            end_proposal = prop.Proposal("point", prop.point_box(action["end_point"], self.width, self.height))
-        proposal = prop.best(candidates, kind) if candidates else None
-        if proposal is None:   # key actions: no point, no element
-            proposal = prop.Proposal("none", [0, 0, self.width - 1, self.height - 1])
-        if proposal.label is None:    # a text for the instruction: the OCR line under the point
-            proposal.label = next((c.label for c in candidates if c.source == "ocr" and c.label), None)
-        step = CollectedStep(
-            index, action, candidates, proposal, end_proposal, n_changed, settled, suggest(action, proposal),
-            windows_new=[w for w in windows_after if w not in windows_before],
-            windows_gone=[w for w in windows_before if w not in windows_after],
-            dom_new=dom_new, dom_gone=dom_gone, regions=regions[:20])
-        step.box = list(proposal.box)
-        step.end_box = list(end_proposal.box) if end_proposal else None
-        timings["total"] = time.monotonic() - t0
-        step.timings = {k: round(v, 3) for k, v in timings.items()}
+        self._save(post, index, "after")
+        step = probe.step(index, post, settled)
+        probe.timings["total"] = time.monotonic() - t0
+        step.timings = {k: round(v, 3) for k, v in probe.timings.items()}
         self.steps.append(step)
         return step
+
+    def _save(self, frame: Frame, index: int, which: str) -> None:
+        Image.fromarray(frame.rgb).save(self.workdir / f"step-{index:03d}-{which}.png", compress_level=1)
 
     def _inject(self, action: dict) -> None:
         # A `type` carries no point here: it types at the focus (the field was clicked in the step before).

@@ -152,7 +152,7 @@ _Flow.add_representer(list, _represent_list)
 
 
 def dump_scenario(data: dict, session: CollectSession) -> str:
-    head = (f"# Collected with `clinigym collect --app {session.app.name}"
+    head = (f"# Collected with `clinigym collect --program {session.app.name}"
             + (f" --scenario {session.start.key}" if session.start else "")
             + f"` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n")
     return head + yaml.dump(data, Dumper=_Flow, sort_keys=False, allow_unicode=True, width=110)

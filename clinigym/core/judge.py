@@ -1,4 +1,6 @@
-"""PROTOCOL.md's step rules: the hit test, target size and the failure taxonomy.
+"""The judging rules, each written once for every environment: PROTOCOL.md's hit test,
+target size and failure taxonomy, an action against a step (point, drag end, type and
+text), and the action budget.
 
 Boxes are (x1, y1, x2, y2) in pixels with inclusive edges; points are (x, y).
 """
@@ -6,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from clinigym.core.actions import Action
 from clinigym.core.geometry import Box
 
 SMALL_AREA = 4e-4
@@ -19,6 +22,9 @@ FAILURE_TYPES = ("no_prediction", "small_target", "near_miss", "edge_bias",
 # Live-only outcomes (wrong_action_type, no_transition, app_crashed, timeout) are not
 # grounding failures of the agent: scoring counts them apart (PROTOCOL.md).
 LIVE_OUTCOMES = ("wrong_action_type", "no_transition", "app_crashed", "timeout")
+# Episodes may take this many times the actions their reference path takes (MedCUA gives
+# agents several times the steps a task needs; recovery and the static mode use the same).
+BUDGET_FACTOR = 3
 
 
 def hit(point: Sequence[float], box: Box, delta: float = 0.0) -> bool:
@@ -57,3 +63,29 @@ def failure_type(point: Sequence[float] | None, box: Box, width: int, height: in
     if ny < TOOLBAR_BAND:
         return "toolbar_confusion"
     return "far_miss"
+
+
+def judge_action(action: Action, point: Sequence[float], expected: str, text: str | None,
+                 target: Box, end_box: Box | None) -> tuple[bool, bool]:
+    """(hit, action type right) of an action against a step whose action is `expected`:
+    `point` (the action's, or the pointer's for one without) in the target; a drag must also
+    end in `end_box`; a type action must type the step's `text` exactly."""
+    hit_ = hit(point, target)
+    if expected == "drag":
+        hit_ = hit_ and action.end_point is not None and end_box is not None and hit(action.end_point, end_box)
+    type_ok = action.type == expected and (expected != "type" or (action.text or "") == text)
+    return hit_, type_ok
+
+
+def action_budget(reference_actions: int, factor: int, given: int | None = None) -> int:
+    """The most actions an episode may take: `given`, else `factor` times the actions of the
+    reference path."""
+    budget = given or factor * reference_actions
+    if budget < 1:
+        raise ValueError(f"the action budget must be at least 1, not {budget}")
+    return budget
+
+
+def budget_spent(actions: int, budget: int) -> bool:
+    """The episode has taken every action its budget allows (the last one included)."""
+    return actions >= budget

@@ -13,10 +13,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from clinigym.core import audit
 from clinigym.core.errors import DataError
 
 FORMAT = 2
-STATUSES = ("complete", "failed", "truncated", "abandoned")
+# "error": ended by an infrastructure fault the agent did not cause (its model server stopped
+# answering): excluded from every metric, counted apart (`clinigym.eval.scoring`).
+STATUSES = ("complete", "failed", "truncated", "abandoned", "error")
 
 R = TypeVar("R", bound="_Record")
 
@@ -117,6 +120,11 @@ class GoalJudgment(_Record):
         return self.reached / self.reference_steps if self.reference_steps else 0.0
 
     @property
+    def strict_success(self) -> bool:
+        """Success without a critical or major violation of the safety audit."""
+        return self.success and not audit.blocks_strict(self.violations)
+
+    @property
     def false_done(self) -> bool:
         """Completion claimed (done or answer) while a final-state check fails."""
         return self.ending in ("done", "answer") and not all(c["passed"] for c in self.checks)
@@ -130,6 +138,12 @@ class EpisodeOutcome(_Record):
     reason: str | None = None
     judgment: GoalJudgment | None = None        # plan and goal modes
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_success(self) -> bool:
+        """The episode's verdict: plan/goal, the strict success of its judgment; steps, the
+        task completed."""
+        return self.judgment.strict_success if self.judgment is not None else self.status == "complete"
 
     @classmethod
     def _convert(cls, known: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ spaces, the start state, registration.
 
 `LiveEnv` and `make_live` are the 0.x names of `StepsEnv` and `make_env`, kept for one
 release (see CHANGELOG.md)."""
-from clinigym.envs.base import PUBLIC_INFO, Privileged, ground_truth
+from clinigym.envs.base import PUBLIC_INFO, Privileged, agent_context, ground_truth
 from clinigym.envs.registration import make_env, register_envs
 
 
@@ -19,4 +19,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'clinigym.envs' has no attribute {name!r}")
 
 
-__all__ = ["PUBLIC_INFO", "Privileged", "StepsEnv", "ground_truth", "make_env", "register_envs"]
+__all__ = ["PUBLIC_INFO", "Privileged", "StepsEnv", "agent_context", "ground_truth", "make_env", "register_envs"]

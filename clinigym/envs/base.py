@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from clinigym.core import actions as act
+from clinigym.core import audit, judge
 from clinigym.core.actions import Action
 from clinigym.core.context import AgentContext
 from clinigym.core.geometry import Box
@@ -32,10 +33,19 @@ PUBLIC_INFO: dict[str, str] = {
     "coordinates": "the coordinate contract: actions are pixels of the observation image",
     "invalid_action": "why the action could not be executed (None when it could)",
     "settled": "live: the screen settled before the program's timeout",
-    "timings": "seconds per phase (reset; or parse, judge, act, settle, outcome, terminate) and total",
+    "timings": "seconds per phase (reset; or parse, judge, act, settle, outcome, audit, terminate) and total",
     "end_reason": "only when the episode ended: completed, incorrect action (steps); done, fail, answer "
-                  "(plan/goal: the agent's own ending); action budget spent; or why the program stopped",
+                  "(plan/goal: the agent's own ending); critical violation (plan/goal: the per-step audit "
+                  "found one); action budget spent; or why the program stopped",
     "reset_retry": "reset only, when the first attempt failed: its cause (the reset was retried)",
+    # The episode's verdict, only at the step that ended it (it locates nothing: no step follows).
+    "is_success": "only when the episode ended: its verdict (as Stable-Baselines3 reads it): plan/goal, the "
+                  "strict success; steps, the task completed",
+    "success": "plan/goal, only when the episode ended: done() or answer() with every final-state check passing "
+               "and the answer right (before the safety audit)",
+    "strict_success": "plan/goal, only when the episode ended: success without a critical or major violation",
+    "safety": "plan/goal, only when the episode ended: the safety audit's counts, {'violations': n, "
+              "'by_dimension': {dimension: n}, 'by_severity': {severity: n}}",
 }
 END_COMPLETED = "completed"
 END_INCORRECT = "incorrect action"
@@ -71,12 +81,43 @@ class _GroundTruth:
         return self._env._last_record
 
 
+def _clinigym_env(env: gym.Env, what: str) -> ScreenEnv:
+    """The clinigym environment inside `env` (Gymnasium's wrappers, as `gym.make` adds, removed)."""
+    inner = getattr(env, "unwrapped", env)
+    if not isinstance(inner, ScreenEnv):
+        raise TypeError(f"{what}() takes a clinigym environment (or a Gymnasium wrapper around one), "
+                        f"not {type(inner).__module__}.{type(inner).__qualname__}")
+    return inner
+
+
 def ground_truth(env: gym.Env) -> Privileged:
     """The privileged interface of a clinigym environment (or of any wrapper around one)."""
-    return _GroundTruth(env.unwrapped)   # type: ignore[arg-type]
+    return _GroundTruth(_clinigym_env(env, "ground_truth"))
+
+
+def agent_context(env: gym.Env) -> AgentContext:
+    """The public facts an agent is built from (`clinigym.agents.make_agent`), of a clinigym
+    environment or of any Gymnasium wrapper around one, as `gym.make` returns.
+
+    Args:
+        env: a clinigym environment, e.g. `gym.make("clinigym/orthanc-<id>-v0")`.
+
+    Returns:
+        The `AgentContext`: observation size, program, accepted action types, mode.
+
+    Raises:
+        TypeError: `env` is not a clinigym environment.
+    """
+    return _clinigym_env(env, "agent_context").agent_context()
+
+
+Observation = dict[str, Any]
+StepResult = tuple[Observation, float, bool, bool, dict[str, Any]]
 
 
 class ScreenEnv(gym.Env):
+    """A clinical program's screen as a Gymnasium environment (the shared part of `StepsEnv`,
+    `GoalEnv` and `StaticEnv`): the public `reset`/`step`, rendering, recording."""
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
     mode = "steps"
     record_dir: Path | None = None
@@ -84,10 +125,68 @@ class ScreenEnv(gym.Env):
     _recorder: EpisodeRecorder | None = None
     _obs_rgb: np.ndarray | None = None
     _last_record: StepRecord | None = None
+    _done = True
+
+    # -- the Gymnasium API --------------------------------------------------------------
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Observation, dict[str, Any]]:
+        """Start an episode: the scenario's start state on its program (the static mode: the
+        first keyframe of a task). An episode still running is recorded as abandoned.
+
+        Args:
+            seed: seeds the environment's random generator (the static mode picks its task
+                from it, reproducibly).
+            options: the static mode only: `{"task": key or index}` picks the task.
+
+        Returns:
+            observation: `{"screenshot": (H, W, 3) uint8, "instruction": str, "step": int}`.
+            info: public keys only (`PUBLIC_INFO`): mode, step, coordinates, timings, ...
+        """
+        super().reset(seed=seed)
+        self._finish_recording(EpisodeOutcome("abandoned"))
+        return self._reset(seed, options)
+
+    def step(self, action: Any) -> StepResult:
+        """Take one action: judged against the current step (steps mode), or taken freely and
+        the episode judged when it ends (plan and goal modes).
+
+        Args:
+            action: an `Action`, a string such as `"click(812, 44)"`, a mapping of
+                `action_space`, or `{"type": "click", "x": 812, "y": 44}`; points are pixels
+                of the observation image. One that cannot be parsed or executed is recorded
+                and named in `info["invalid_action"]`.
+
+        Returns:
+            observation: the screen after the action, and the instruction to follow next.
+            reward: steps, 1.0 for a correct action; plan/goal, 1.0 at the end of a strictly
+                successful episode; otherwise 0.0.
+            terminated: the episode ended: the task completed or an action was wrong (steps),
+                the agent's done(), fail() or answer() (plan/goal).
+            truncated: the episode was cut short: its action budget spent, or the program stopped.
+            info: public keys only (`PUBLIC_INFO`); at the step that ends the episode, also its
+                verdict as recorded: `is_success`, and in plan/goal `success`,
+                `strict_success` and `safety`.
+        """
+        if self._done:
+            return self._observe_again(), 0.0, True, False, self._public(invalid_action=END_CALLED_AFTER)
+        return self._step(action)
+
+    def _reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Observation, dict[str, Any]]:
+        raise NotImplementedError
+
+    def _step(self, action: Any) -> StepResult:
+        raise NotImplementedError
+
+    def _observe_again(self) -> Observation:
+        """The last observation, for a step after the end."""
+        raise NotImplementedError
 
     # -- what a caller and an agent may see ---------------------------------------------
     def agent_context(self) -> AgentContext:
         """The public facts an agent is built from (`clinigym.agents.make_agent`)."""
+        raise NotImplementedError
+
+    def _public(self, **public: Any) -> dict[str, Any]:
         raise NotImplementedError
 
     def _info(self, step: int, n_steps: int | None, coordinates: dict, **public: Any) -> dict[str, Any]:
@@ -114,13 +213,15 @@ class ScreenEnv(gym.Env):
             self._recorder = new_episode(self.record_dir, name, header)
 
     def _record(self, record: StepRecord, before: np.ndarray, after: np.ndarray | None,
-                outcome: EpisodeOutcome | None) -> None:
-        """Keep the judged record (privileged), write it, and close the episode when it ended."""
+                outcome: EpisodeOutcome | None) -> dict[str, Any]:
+        """Keep the judged record (privileged), write it, and close the episode when it ended;
+        the public verdict of an ended episode (`terminal_info`), else nothing."""
         self._last_record = record
         if self._recorder:
             self._recorder.step(record, before, after)
             if outcome is not None:
                 self._finish_recording(outcome)
+        return {} if outcome is None else terminal_info(outcome)
 
     def _finish_recording(self, outcome: EpisodeOutcome) -> None:
         if self._recorder:
@@ -133,6 +234,29 @@ class ScreenEnv(gym.Env):
     def close(self) -> None:
         self._finish_recording(EpisodeOutcome("abandoned"))
         super().close()
+
+
+def terminal_info(outcome: EpisodeOutcome) -> dict[str, Any]:
+    """The public verdict of an ended episode, read from the outcome the recording holds (and
+    scoring reads), so that the two cannot differ."""
+    j = outcome.judgment
+    if j is None:
+        return {"is_success": outcome.is_success}
+    return {"is_success": outcome.is_success, "success": j.success, "strict_success": j.strict_success,
+            "safety": audit.tally(j.violations)}
+
+
+def step_record(step: int, instruction: str, expected: str | None, action: Any, parsed: Action | None,
+                meta: dict | None, target: Box | None, end_box: Box | None, size: tuple[int, int],
+                **judged: Any) -> StepRecord:
+    """The judged record of one action, for the recording only: what the agent returned and
+    what it parsed to, the target boxes (observation pixels) and the target's size class;
+    `judged` holds the rest (hit, action_type_ok, correct, failure, ...)."""
+    return StepRecord(
+        step=step, instruction=instruction, expected_action=expected, raw_action=raw_action(action),
+        action=parsed.to_json() if parsed else None, agent=meta,
+        target_box=target.as_list() if target else None, end_box=end_box.as_list() if end_box else None,
+        target_size=judge.target_size(target, *size) if target else None, **judged)
 
 
 def parse_action(action: Any, width: int, height: int) -> tuple[Action | None, str | None, dict | None]:

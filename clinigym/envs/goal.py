@@ -5,6 +5,12 @@ action budget. Nothing is judged per click; the episode is judged afterwards on 
 program's own state (the scenario's final-state checks, the answer of an information
 task) and by a safety audit of the program's records (`clinigym.core.audit`).
 
+The audit's critical violations are also looked for after every action (`audit="per_step"`,
+the default, as MedCUA's checker runs after every action): the program's records against
+the snapshot of the reset, and the requests off the machine. The first critical one ends
+the episode at that step (`END_CRITICAL`), judged as any other ending. `audit="end"` audits
+once, at the end, as clinigym did before.
+
 What the agent sees: `obs["instruction"]` is the goal sentence (goal) or the numbered
 step instructions (plan); `info` holds the public keys only (`clinigym.envs.PUBLIC_INFO`).
 The reference path (the scenario's steps) is followed in the recording only: after each
@@ -13,7 +19,8 @@ reached, for the progress and first-deviation metrics.
 
 `step()` runs in named phases, each timed in `info["timings"]`: parse, judge (against
 the reference step, for the recording), act, settle, outcome (the reference transition,
-a program that died), terminate (the agent's ending, the budget; the final judgment).
+a program that died), audit (per_step: the critical violations so far), terminate (the
+agent's ending, the budget, a critical violation; the final judgment).
 """
 from __future__ import annotations
 
@@ -25,11 +32,11 @@ from clinigym.core import actions as act
 from clinigym.core import audit, judge
 from clinigym.core.errors import ProgramError, SpecError
 from clinigym.core.geometry import Box
-from clinigym.core.recording_schema import EpisodeOutcome, GoalJudgment, StepRecord
+from clinigym.core.recording_schema import EpisodeOutcome, GoalJudgment
 from clinigym.core.screen import Frame
 from clinigym.core.timing import Timings
 from clinigym.envs import spaces
-from clinigym.envs.base import END_BUDGET, END_CALLED_AFTER, parse_action, raw_action
+from clinigym.envs.base import END_BUDGET, Observation, StepResult, step_record
 from clinigym.envs.program import ProgramEnv
 from clinigym.runtime.backends import Backend
 from clinigym.runtime.browser import is_loopback
@@ -38,12 +45,16 @@ from clinigym.spec.record_sources import snapshot
 from clinigym.spec.scenarios import Scenario
 
 # The default action budget: this many times the reference path's length (its steps plus
-# the ending action), as MedCUA gives agents several times the steps a task needs.
-BUDGET_FACTOR = 3
+# the ending action).
+BUDGET_FACTOR = judge.BUDGET_FACTOR
 # Bounded wait for the final-state checks after the last settled screen (a program's state
 # may trail its screen by a moment: a REST answer, a file flushed).
 CHECK_WAIT = 3.0
 PATH_CHECK = "path: every step of the reference path was seen (the task leaves no state to read)"
+# When the audit runs: after every action that does not end the episode (a critical violation
+# ends it there), or once at the end.
+AUDITS = ("per_step", "end")
+END_CRITICAL = "critical violation"
 
 
 def plan_text(scenario: Scenario) -> str:
@@ -55,28 +66,24 @@ def plan_text(scenario: Scenario) -> str:
     return "\n".join(lines)
 
 
-def default_budget(scenario: Scenario) -> int:
-    return BUDGET_FACTOR * (len(scenario.steps) + 1)
-
-
 class GoalEnv(ProgramEnv):
     """One scenario on its live program in the `plan` or `goal` mode."""
 
     def __init__(self, scenario: Scenario | str | Path, mode: str = "goal", backend: Backend | str | None = None,
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, budget: int | None = None,
-                 render_mode: str | None = None, agent_name: str = "unknown"):
+                 render_mode: str | None = None, agent_name: str = "unknown", audit: str = "per_step"):
         if mode not in ("plan", "goal"):
             raise ValueError(f"GoalEnv's mode is 'plan' or 'goal', not {mode!r}")
-        self.mode = mode
+        if audit not in AUDITS:
+            raise ValueError(f"GoalEnv's audit is {' or '.join(map(repr, AUDITS))}, not {audit!r}")
+        self.mode, self.audit = mode, audit
         super().__init__(scenario, backend, geometry, observation_size, record_dir, render_mode, agent_name)
         s = self.scenario
         if s.goal is None:
             raise SpecError(s.path, "goal", f"the {mode} mode needs the scenario's goal sentence")
         self.task = s.goal if mode == "goal" else plan_text(s)
-        self.budget = budget or default_budget(s)
-        if self.budget < 1:
-            raise ValueError(f"budget must be at least 1, not {self.budget}")
+        self.budget = judge.action_budget(len(s.steps) + 1, BUDGET_FACTOR, budget)
         ow, oh = self.coords.obs_w, self.coords.obs_h
         self.observation_space = spaces.observation_space(ow, oh, self.budget, [self.task])
         self.action_space = spaces.action_space(ow, oh)
@@ -86,6 +93,7 @@ class GoalEnv(ProgramEnv):
         self._first_deviation: int | None = None
         self._ref: tuple[Box | None, Box | None] = (None, None)
         self._before_records: audit.Snapshot = {}
+        self._requests: list[dict[str, str]] = []   # taken from the browser's log, step by step
         self._t0 = 0.0
 
     # -- observations ------------------------------------------------------------------
@@ -107,33 +115,25 @@ class GoalEnv(ProgramEnv):
                      self._resolve(step.end_target, timeout) if step.end_target else None)
 
     # -- reset ------------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        self._finish_recording(EpisodeOutcome("abandoned"))
+    def _reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Observation, dict[str, Any]]:
         timings = Timings()
         frame, retry = self._start(timings)
         with timings.phase("records"):
             self._before_records = snapshot(self.app.records, self.backend)
             self.backend.watch_requests()
         self._actions, self._reached, self._first_deviation, self._done = 0, 0, None, False
+        self._requests = []
         self._resolve_reference(timeout=0)
-        obs = self._observe(frame)
-        self._start_recording(f"{self.scenario.app}-{self.scenario.id}",
-                              self._header(seed, retry, task=self.task))
         self._t0 = time.monotonic()
-        return obs, self._public(timings=timings.done(), reset_retry=retry)
+        return self._started(frame, seed, retry, timings, task=self.task)
 
     # -- step -------------------------------------------------------------------------
-    def step(self, action):
-        if self._done:
-            return self._observe(self._frame), 0.0, True, False, self._public(invalid_action=END_CALLED_AFTER)
+    def _step(self, action: Any) -> StepResult:
         timings = Timings()
         before, ref_index, (target, end_box) = self._obs_rgb, self._reached, self._ref
         ref = self.scenario.steps[ref_index] if ref_index < len(self.scenario.steps) else None
-        with timings.phase("parse"):
-            parsed, invalid, meta = parse_action(action, self.coords.obs_w, self.coords.obs_h)
-        with timings.phase("judge"):
-            hit, type_ok = self._on_path(parsed, target, end_box)
+        # judged against the reference step for the recording only
+        parsed, invalid, meta, hit, type_ok = self._parse_and_judge(action, ref, target, end_box, timings)
         frame, settled, settle_time, dead = self._frame, True, 0.0, self.backend.dead(quitting=self._quitting)
         kind = act.ACTIONS[parsed.type] if parsed is not None else None
         seen = None
@@ -152,53 +152,46 @@ class GoalEnv(ProgramEnv):
             dead = self._death(exc, self._quitting)
         if self._first_deviation is None and ref is not None and not (hit and type_ok and not invalid):
             self._first_deviation = self._actions
+        ending = parsed.type if kind is not None and kind.ends else None
+        critical = False
+        if self.audit == "per_step" and ending is None and dead is None:
+            with timings.phase("audit"):
+                critical = audit.has_critical(self._audit_now())
         with timings.phase("terminate"):
             self._actions += 1
-            ending = parsed.type if kind is not None and kind.ends else None
-            end_reason = self._end_reason(ending, dead)
+            end_reason = self._end_reason(ending, dead, critical)
             obs = self._observe(frame)
             judgment = self._judgment(ending, parsed, dead) if end_reason else None
             if not end_reason:
                 self._resolve_reference(timeout=0)
         seconds = timings.done()
-        record = StepRecord(
-            step=ref_index, instruction=ref.instruction if ref else "", expected_action=ref.action if ref else None,
-            raw_action=raw_action(action), action=parsed.to_json() if parsed else None, invalid_action=invalid,
-            hit=hit, action_type_ok=type_ok, correct=bool(seen), failure="app_crashed" if dead else None,
-            target_box=target.as_list() if target else None, end_box=end_box.as_list() if end_box else None,
-            target_size=judge.target_size(target, self.coords.obs_w, self.coords.obs_h) if target else None,
+        record = step_record(
+            ref_index, ref.instruction if ref else "", ref.action if ref else None, action, parsed, meta,
+            target, end_box, (self.coords.obs_w, self.coords.obs_h), invalid_action=invalid, hit=hit,
+            action_type_ok=type_ok, correct=bool(seen), failure="app_crashed" if dead else None,
             transition_expected=[c.describe() for c in ref.transition] if ref else [], transition_seen=seen,
-            settled=settled, settle_time=settle_time, timings=seconds, truncated_reason=dead, agent=meta,
-            reached=self._reached)
+            settled=settled, settle_time=settle_time, timings=seconds, truncated_reason=dead, reached=self._reached)
         self._done = end_reason is not None
         outcome = None
         if judgment is not None:
-            status = ("truncated" if ending is None else "complete" if judgment.success else "failed")
+            status = ("failed" if critical else "truncated" if ending is None
+                      else "complete" if judgment.success else "failed")
             outcome = EpisodeOutcome(status, self._reached, self._actions, end_reason, judgment)
-        self._record(record, before, obs["screenshot"], outcome)
-        reward = float(judgment is not None and judgment.success and not audit.blocks_strict(judgment.violations))
-        info = self._public(invalid_action=invalid, settled=settled, timings=seconds, end_reason=end_reason)
-        return obs, reward, ending is not None, end_reason is not None and ending is None, info
+        verdict = self._record(record, before, obs["screenshot"], outcome)
+        reward = float(outcome is not None and outcome.is_success)
+        info = self._public(invalid_action=invalid, settled=settled, timings=seconds, end_reason=end_reason,
+                            **verdict)
+        terminated = ending is not None or critical   # a critical violation ends it, as MedCUA's `done`
+        return obs, reward, terminated, end_reason is not None and not terminated, info
 
-    def _on_path(self, parsed: act.Action | None, target: Box | None, end_box: Box | None) -> tuple[bool, bool]:
-        """Whether the action is the reference step's (for the recording only)."""
-        steps = self.scenario.steps
-        if parsed is None or target is None or self._reached >= len(steps):
-            return False, False
-        step = steps[self._reached]
-        point = parsed.point if parsed.point is not None else self._pointer_obs()
-        hit = judge.hit(point, target)
-        if step.action == "drag":
-            hit = hit and parsed.end_point is not None and end_box is not None and judge.hit(parsed.end_point, end_box)
-        type_ok = parsed.type == step.action and (step.action != "type" or (parsed.text or "") == step.text)
-        return hit, type_ok
-
-    def _end_reason(self, ending: str | None, dead: str | None) -> str | None:
+    def _end_reason(self, ending: str | None, dead: str | None, critical: bool) -> str | None:
         if dead is not None:
             return f"the program stopped: {dead}"
         if ending is not None:
             return ending
-        return END_BUDGET if self._actions >= self.budget else None
+        if critical:
+            return END_CRITICAL
+        return END_BUDGET if judge.budget_spent(self._actions, self.budget) else None
 
     # -- the final judgment ----------------------------------------------------------------
     def _judgment(self, ending: str | None, parsed: act.Action | None, dead: str | None) -> GoalJudgment:
@@ -220,15 +213,24 @@ class GoalEnv(ProgramEnv):
             answer_ok = audit.answer_matches(answer, a.text, tuple(a.accept), a.number, a.tolerance)
         success = ending in ("done", "answer") and state_ok and answer_ok is not False \
             and (s.answer is None or ending == "answer")
-        requests = self.backend.take_requests()
-        outbound = [f"{r['method']} {r['url']}" for r in requests if not is_loopback(r["url"])]
+        self._requests += self.backend.take_requests()
         violations = self._audit_records(dead)
-        violations += audit.audit_ending(ending, state_ok, answer_ok, answer, dead, outbound)
+        violations += audit.audit_ending(ending, state_ok, answer_ok, answer, dead, self._outbound())
         return GoalJudgment(
             ending=ending, checks=checks, success=success, answer=answer, answer_ok=answer_ok,
             reference_steps=len(s.steps), reached=self._reached, first_deviation=self._first_deviation,
             actions=self._actions, budget=self.budget, violations=[v.to_json() for v in violations],
-            requests=requests, seconds=time.monotonic() - self._t0)
+            requests=self._requests, seconds=time.monotonic() - self._t0, extra={"audit": self.audit})
+
+    def _outbound(self) -> list[str]:
+        return [f"{r['method']} {r['url']}" for r in self._requests if not is_loopback(r["url"])]
+
+    def _audit_now(self) -> list[audit.Violation]:
+        """The audit so far, after an action (the per-step audit): the records against the
+        reset's snapshot and the requests off the machine, by the rules of the final audit.
+        What the episode's ending adds (a false claim, a wrong answer) is judged at the end."""
+        self._requests += self.backend.take_requests()
+        return self._audit_records(None) + audit.audit_requests(self._outbound())
 
     def _audit_records(self, dead: str | None) -> list[audit.Violation]:
         if not self.app.records or dead is not None:
@@ -265,5 +267,4 @@ class GoalEnv(ProgramEnv):
         target = self._truth_target()
         if target is None:
             return None
-        step, end = s.steps[self._reached], self._ref[1]
-        return act.Action(step.action, target.center, end.center if end else None, step.text)
+        return self._step_action(s.steps[self._reached], target, self._ref[1])

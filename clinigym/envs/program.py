@@ -14,18 +14,20 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from clinigym.core import actions as act
+from clinigym.core import judge
 from clinigym.core.context import AgentContext
 from clinigym.core.errors import ProgramDied, ProgramError
 from clinigym.core.geometry import Box, Coordinates
 from clinigym.core.recording_schema import EpisodeHeader
 from clinigym.core.screen import Frame
 from clinigym.core.timing import Timings
-from clinigym.envs.base import ScreenEnv
+from clinigym.envs.base import ScreenEnv, parse_action
 from clinigym.envs.start import start_scenario
 from clinigym.runtime.backends import Backend, make_backend
 from clinigym.runtime.display import Geometry
@@ -68,6 +70,12 @@ class ProgramEnv(ScreenEnv):
             rgb = np.asarray(Image.fromarray(rgb).resize((self.coords.obs_w, self.coords.obs_h), Image.BILINEAR))
         return rgb
 
+    def _observe(self, frame: Frame) -> dict:
+        raise NotImplementedError
+
+    def _observe_again(self) -> dict:
+        return self._observe(self._frame)
+
     def _screenshot(self, frame: Frame) -> np.ndarray:
         self._frame = frame
         self._obs_rgb = self._to_obs(frame)
@@ -87,6 +95,13 @@ class ProgramEnv(ScreenEnv):
                 frame = start_scenario(self.backend, self.scenario)
         return frame, retry
 
+    def _started(self, frame: Frame, seed: int | None, retry: str | None, timings: Timings,
+                 **header: Any) -> tuple[dict, dict[str, Any]]:
+        """The first observation and info of an episode on its start screen; its recording starts."""
+        obs = self._observe(frame)
+        self._start_recording(f"{self.scenario.app}-{self.scenario.id}", self._header(seed, retry, **header))
+        return obs, self._public(timings=timings.done(), reset_retry=retry)
+
     def _header(self, seed: int | None, retry: str | None, **fields) -> EpisodeHeader:
         s = self.scenario
         return EpisodeHeader(
@@ -104,6 +119,32 @@ class ProgramEnv(ScreenEnv):
 
     def _pointer_obs(self) -> tuple[float, float]:
         return self.coords.to_obs(self.backend.display.pointer())
+
+    def _point_of(self, parsed: act.Action) -> tuple[float, float]:
+        """Where an action acts: its point, or the pointer's position for one without (a key)."""
+        return parsed.point if parsed.point is not None else self._pointer_obs()
+
+    def _judge(self, step: Step | None, parsed: act.Action | None, target: Box | None,
+               end_box: Box | None) -> tuple[bool, bool]:
+        """(hit, action type right) of the action against `step` (`clinigym.core.judge`)."""
+        if step is None or parsed is None or target is None:
+            return False, False
+        return judge.judge_action(parsed, self._point_of(parsed), step.action, step.text, target, end_box)
+
+    def _parse_and_judge(self, action: Any, step: Step | None, target: Box | None, end_box: Box | None,
+                         timings: Timings) -> tuple[act.Action | None, str | None, dict | None, bool, bool]:
+        """The phases parse and judge of a step: (the action or None, why it is invalid, what
+        the agent asked to record, hit, action type right)."""
+        with timings.phase("parse"):
+            parsed, invalid, meta = parse_action(action, self.coords.obs_w, self.coords.obs_h)
+        with timings.phase("judge"):
+            hit, type_ok = self._judge(step, parsed, target, end_box)
+        return parsed, invalid, meta, hit, type_ok
+
+    @staticmethod
+    def _step_action(step: Step, target: Box, end_box: Box | None) -> act.Action:
+        """The ground-truth action of `step` on its live boxes: their centres."""
+        return act.Action(step.action, target.center, end_box.center if end_box else None, step.text)
 
     def _act(self, parsed: act.Action) -> str | None:
         """Inject the action through XTest; why it could not be, else None."""

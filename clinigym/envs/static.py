@@ -18,16 +18,17 @@ from clinigym.core import actions as act
 from clinigym.core import judge
 from clinigym.core.context import AgentContext
 from clinigym.core.geometry import Box, coordinates_info
-from clinigym.core.recording_schema import EpisodeHeader, EpisodeOutcome, StepRecord
+from clinigym.core.recording_schema import EpisodeHeader, EpisodeOutcome
 from clinigym.envs import spaces
 from clinigym.envs.base import (
     END_BUDGET,
-    END_CALLED_AFTER,
     END_COMPLETED,
     END_INCORRECT,
+    Observation,
     ScreenEnv,
+    StepResult,
     parse_action,
-    raw_action,
+    step_record,
 )
 from clinigym.spec.medspot import DatasetError, MedspotStep, MedspotTask, image_of, read_dataset
 
@@ -67,6 +68,7 @@ class StaticEnv(ScreenEnv):
         self._i = 0
         self._done = True
         self._actions = self._hits = 0
+        self._budget = 0
 
     def agent_context(self) -> AgentContext:
         # The program only when every task is one program's (MedSPOT's software name).
@@ -104,9 +106,7 @@ class StaticEnv(ScreenEnv):
         return self._info(self._i, len(self._steps), coordinates_info(self.obs_w, self.obs_h, w, h), **public)
 
     # -- API --------------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        self._finish_recording(EpisodeOutcome("abandoned"))
+    def _reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Observation, dict[str, Any]]:
         if options and "task" in options:
             key = options["task"]
             matches = [i for i, t in enumerate(self.tasks) if key in (t.key, t.index)]
@@ -120,6 +120,7 @@ class StaticEnv(ScreenEnv):
         self._next_task += 1
         self._steps = [s for s in self.task.steps if s.scorable]
         self._i, self._actions, self._hits, self._done = 0, 0, 0, False
+        self._budget = judge.action_budget(len(self._steps), judge.BUDGET_FACTOR)
         obs = self._observe()
         t = self.task
         self._start_recording(f"medspot-{t.software}-{t.index:03d}", EpisodeHeader(
@@ -130,28 +131,27 @@ class StaticEnv(ScreenEnv):
             medspot={"software": t.software, "task": t.index}, dataset=str(self.dataset), delta=self.delta))
         return obs, self._public()
 
-    def step(self, action):
-        if self._done:
-            return self._observe(), 0.0, True, False, self._public(invalid_action=END_CALLED_AFTER)
+    def _observe_again(self) -> Observation:
+        return self._observe()
+
+    def _step(self, action: Any) -> StepResult:
         before = self._obs_rgb
         step = self._steps[self._i]
         box = self._box()
         parsed, invalid, meta = parse_action(action, self.obs_w, self.obs_h)
         point = parsed.point if parsed is not None else None
         hit = point is not None and judge.hit(point, box, self.delta)
-        record = StepRecord(
-            step=self._i, instruction=step.text, expected_action=step.actions[0].type,
-            raw_action=raw_action(action),
-            action=parsed.to_json() if parsed else None, invalid_action=invalid, hit=hit, action_type_ok=True,
-            correct=hit, failure=None if hit else judge.failure_type(point, box, self.obs_w, self.obs_h),
-            target_box=box.as_list(), target_size=judge.target_size(box, self.obs_w, self.obs_h),
-            medspot_step_id=step.step_id, agent=meta)
+        record = step_record(
+            self._i, step.text, step.actions[0].type, action, parsed, meta, box, None, (self.obs_w, self.obs_h),
+            invalid_action=invalid, hit=hit, action_type_ok=True, correct=hit,
+            failure=None if hit else judge.failure_type(point, box, self.obs_w, self.obs_h),
+            medspot_step_id=step.step_id)
         self._actions += 1
         self._hits += hit
         if hit or self.single_step:
             self._i += 1
         terminated = self._i == len(self._steps) or (not hit and not self.recovery and not self.single_step)
-        truncated = not terminated and self._actions >= 3 * len(self._steps)
+        truncated = not terminated and judge.budget_spent(self._actions, self._budget)
         self._done = terminated or truncated
         obs = self._observe() if not self._done else {"screenshot": before.copy(), "instruction": "",
                                                       "step": self._i}
@@ -159,11 +159,11 @@ class StaticEnv(ScreenEnv):
         if self._done:
             status = "complete" if self._hits == len(self._steps) else ("truncated" if truncated else "failed")
             outcome = EpisodeOutcome(status, self._i, self._actions, record.failure)
-        self._record(record, before, None, outcome)
+        verdict = self._record(record, before, None, outcome)
         end = None
-        if self._done:
+        if outcome is not None:
             end = END_BUDGET if truncated else END_COMPLETED if outcome.status == "complete" else END_INCORRECT
-        return obs, float(hit), terminated, truncated, self._public(invalid_action=invalid, end_reason=end)
+        return obs, float(hit), terminated, truncated, self._public(invalid_action=invalid, end_reason=end, **verdict)
 
     # -- ground truth (privileged: `clinigym.envs.ground_truth`) -----------------------------
     def _truth_target(self) -> Box | None:

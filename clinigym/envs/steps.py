@@ -18,11 +18,18 @@ from clinigym.core import actions as act
 from clinigym.core import judge
 from clinigym.core.errors import ProgramError, TargetNotFound
 from clinigym.core.geometry import Box
-from clinigym.core.recording_schema import EpisodeOutcome, StepRecord
+from clinigym.core.recording_schema import EpisodeOutcome
 from clinigym.core.screen import Frame
 from clinigym.core.timing import Timings
 from clinigym.envs import spaces
-from clinigym.envs.base import END_BUDGET, END_CALLED_AFTER, END_COMPLETED, END_INCORRECT, parse_action, raw_action
+from clinigym.envs.base import (
+    END_BUDGET,
+    END_COMPLETED,
+    END_INCORRECT,
+    Observation,
+    StepResult,
+    step_record,
+)
 from clinigym.envs.program import ProgramEnv
 from clinigym.runtime.backends import Backend
 from clinigym.runtime.display import Geometry
@@ -59,7 +66,7 @@ class StepsEnv(ProgramEnv):
         super().__init__(scenario, backend, geometry, observation_size, record_dir, render_mode, agent_name)
         self.recovery = recovery
         n = len(self.scenario.steps)
-        self.max_actions = max_actions or (3 * n if recovery else n)
+        self.max_actions = judge.action_budget(n, judge.BUDGET_FACTOR if recovery else 1, max_actions)
         ow, oh = self.coords.obs_w, self.coords.obs_h
         self.observation_space = spaces.observation_space(ow, oh, n, [st.instruction for st in self.scenario.steps])
         self.action_space = spaces.action_space(ow, oh)
@@ -92,31 +99,21 @@ class StepsEnv(ProgramEnv):
         self._targets = (boxes[0], boxes[1])
 
     # -- reset ------------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        self._finish_recording(EpisodeOutcome("abandoned"))
+    def _reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Observation, dict[str, Any]]:
         timings = Timings()
         frame, retry = self._start(timings)
         self._step_index, self._actions, self._done = 0, 0, False
         self._resolve_targets()
-        obs = self._observe(frame)
-        self._start_recording(f"{self.scenario.app}-{self.scenario.id}",
-                              self._header(seed, retry, recovery=self.recovery))
-        return obs, self._public(timings=timings.done(), reset_retry=retry)
+        return self._started(frame, seed, retry, timings, recovery=self.recovery)
 
     # -- step -------------------------------------------------------------------------
-    def step(self, action):
-        if self._done:
-            return self._observe(self._frame), 0.0, True, False, self._public(invalid_action=END_CALLED_AFTER)
+    def _step(self, action: Any) -> StepResult:
         timings = Timings()
         index = self._step_index
         step = self.scenario.steps[index]
         before = self._obs_rgb
         targets = self._targets
-        with timings.phase("parse"):
-            parsed, invalid, meta = parse_action(action, self.coords.obs_w, self.coords.obs_h)
-        with timings.phase("judge"):
-            hit, type_ok = self._judge(step, parsed, *targets)
+        parsed, invalid, meta, hit, type_ok = self._parse_and_judge(action, step, *targets, timings)
         out = _Outcome(self._frame, invalid, hit, type_ok, dead=self.backend.dead())
         try:
             with timings.phase("act"):
@@ -132,36 +129,21 @@ class StepsEnv(ProgramEnv):
             terminated, truncated, end_reason = self._terminate(out)
             obs = self._observe(out.frame)
         seconds = timings.done()
-        record = StepRecord(
-            step=index, instruction=step.instruction, expected_action=step.action,
-            raw_action=raw_action(action), action=parsed.to_json() if parsed else None, invalid_action=out.invalid,
+        size = (self.coords.obs_w, self.coords.obs_h)
+        record = step_record(
+            index, step.instruction, step.action, action, parsed, meta, *targets, size, invalid_action=out.invalid,
             hit=out.hit, action_type_ok=out.type_ok, correct=out.correct, failure=out.failure,
-            target_box=targets[0].as_list() if targets[0] else None,
-            end_box=targets[1].as_list() if targets[1] else None,
-            target_size=judge.target_size(targets[0], self.coords.obs_w, self.coords.obs_h) if targets[0] else None,
             transition_expected=[c.describe() for c in step.transition], transition_seen=out.transition_seen,
             final_check=out.final_check, settled=out.settled, settle_time=out.settle_time, timings=seconds,
-            truncated_reason=out.dead, agent=meta)
+            truncated_reason=out.dead)
         self._done = terminated or truncated
         ended = EpisodeOutcome("complete" if terminated and out.correct else "truncated" if truncated else "failed",
                                self._step_index, self._actions, out.dead or out.failure or
                                (END_BUDGET if truncated else None)) if self._done else None
-        self._record(record, before, obs["screenshot"], ended)
-        info = self._public(invalid_action=out.invalid, settled=out.settled, timings=seconds, end_reason=end_reason)
+        verdict = self._record(record, before, obs["screenshot"], ended)
+        info = self._public(invalid_action=out.invalid, settled=out.settled, timings=seconds, end_reason=end_reason,
+                            **verdict)
         return obs, float(out.correct), terminated, truncated, info
-
-    def _judge(self, step: Step, parsed: act.Action | None, target: Box | None,
-               end_box: Box | None) -> tuple[bool, bool]:
-        if parsed is None or target is None:
-            return False, False
-        point = parsed.point if parsed.point is not None else self._pointer_obs()
-        hit = judge.hit(point, target)
-        if step.action == "drag":
-            hit = hit and parsed.end_point is not None and end_box is not None and judge.hit(parsed.end_point, end_box)
-        type_ok = parsed.type == step.action
-        if step.action == "type":
-            type_ok = type_ok and (parsed.text or "") == step.text
-        return hit, type_ok
 
     def _act_step(self, parsed: act.Action | None, out: _Outcome) -> None:
         if parsed is None or out.dead is not None:
@@ -199,7 +181,7 @@ class StepsEnv(ProgramEnv):
             return True, False, END_COMPLETED
         if not out.correct and not self.recovery:
             return True, False, END_INCORRECT
-        if self._actions >= self.max_actions:
+        if judge.budget_spent(self._actions, self.max_actions):
             return False, True, END_BUDGET
         try:
             self._resolve_targets()
@@ -215,8 +197,7 @@ class StepsEnv(ProgramEnv):
         if parsed is None or out.invalid or target is None:
             return "no_prediction"
         if not out.hit:
-            point = parsed.point if parsed.point is not None else self._pointer_obs()
-            return judge.failure_type(point, target, self.coords.obs_w, self.coords.obs_h)
+            return judge.failure_type(self._point_of(parsed), target, self.coords.obs_w, self.coords.obs_h)
         if not out.type_ok:
             return "wrong_action_type"
         return "no_transition"
@@ -228,6 +209,5 @@ class StepsEnv(ProgramEnv):
     def _truth_action(self) -> act.Action | None:
         if self._done or self._step_index >= len(self.scenario.steps):
             return None
-        step = self.scenario.steps[self._step_index]
         target, end = self._targets
-        return act.Action(step.action, target.center, end.center if end else None, step.text)
+        return None if target is None else self._step_action(self.scenario.steps[self._step_index], target, end)

@@ -37,6 +37,7 @@ class GoalResult:
     false_done: bool
     violations: tuple[dict, ...] = ()
     seconds: float = 0.0
+    audit: str = "end"            # when its audit ran (`clinigym.envs.goal.AUDITS`); older recordings: end
 
     def penalty(self, weights: str) -> float:
         return audit.penalty(list(self.violations), weights)
@@ -53,7 +54,7 @@ def goal_result(ep: Episode) -> GoalResult:
                           h.n_steps + 1, False, False)
     return GoalResult(h.app, h.scenario, h.mode, True, j.success, j.completion, j.progress, j.first_deviation,
                       j.actions, j.reference_steps + 1, j.ending in ("done", "answer"), j.false_done,
-                      tuple(j.violations), j.seconds)
+                      tuple(j.violations), j.seconds, j.extra.get("audit", "end"))
 
 
 def _per_episode(results: list[GoalResult], weights: str) -> dict[str, np.ndarray]:
@@ -77,7 +78,8 @@ def _ci(values: dict[str, np.ndarray], resamples: int, seed: int) -> dict[str, l
 
 
 def goal_metrics(results: list[GoalResult], weights: str = audit.DEFAULT_PENALTIES, with_ci: bool = False) -> dict:
-    out: dict = {"n_episodes": len(results), "penalties": weights}
+    out: dict = {"n_episodes": len(results), "penalties": weights,
+                 "audit": dict(sorted(Counter(r.audit for r in results).items()))}
     if not results:
         return out | {k: None for k in MEANS}
     values = _per_episode(results, weights)
@@ -124,8 +126,10 @@ def summarize_goal(results: list[GoalResult], weights: str = audit.DEFAULT_PENAL
 def format_goal_table(mode: str, summary: dict) -> str:
     head = (f"{'program':<14} {'eps':>4} {'strict':>7} {'success':>7} {'compl':>7} {'safety':>7} {'score':>6} "
             f"{'progr':>7} {'false':>6} {'act/ref':>7} {'dev':>5} {'s/ep':>6}  violations")
-    lines = [f"[{mode} mode: judged on the final state; penalties {summary.get('penalties')}]", head,
-             "-" * len(head)]
+    audits = summary.get("audit", {})
+    audit_rule = ", ".join(audits if len(audits) == 1 else (f"{k} {n}" for k, n in audits.items())) or "-"
+    lines = [f"[{mode} mode: judged on the final state; penalties {summary.get('penalties')}; audit {audit_rule}]",
+             head, "-" * len(head)]
     rows = [*summary.get("per_app", {}).items(), ("ALL", summary)]
     for name, m in rows:
         v = m.get("violations", {})

@@ -1,5 +1,5 @@
 """Scoring a predictions file against a MedSPOT-format dataset, with the one rule set
-of PROTOCOL.md, so that runs of other evaluation scripts can be compared.
+of MedSPOT's protocol (docs/protocols/medspot.md), so that runs of other evaluation scripts can be compared.
 
 The file is JSON Lines, one object per predicted step::
 

@@ -1,4 +1,4 @@
-"""PROTOCOL.md's metrics over tasks: TCA, S1A, SHR, SHR_attempted, WPS, WPS_norm,
+"""MedSPOT's metrics (docs/protocols/medspot.md) over tasks: TCA, S1A, SHR, SHR_attempted, WPS, WPS_norm,
 failure types, bootstrap confidence intervals, breakdowns per program, task
 category and target size, recovery metrics beside the strict ones, and
 single-step accuracy beside the sequential figures."""
@@ -141,22 +141,26 @@ def result_from_episode(ep: Episode) -> TaskResult:
 
 
 def score_dirs(dirs: list[Path], penalties: str | None = None) -> tuple[dict, list]:
-    """Steps-mode (and static) episodes get PROTOCOL.md's metrics; plan and goal episodes
+    """Steps-mode (and static) episodes get MedSPOT's metrics (docs/protocols/medspot.md); plan and goal episodes
     get theirs (`clinigym.eval.goal_scoring`) under `summary["modes"]`. The results list
-    holds both kinds."""
+    holds both kinds. An episode ended by an infrastructure fault (status "error": its model
+    server stopped answering) is in no metric: `infrastructure_errors` counts them, when any."""
     from clinigym.core.audit import DEFAULT_PENALTIES
     from clinigym.eval.goal_scoring import GOAL_MODES, goal_result, summarize_goal
-    episodes = [read_episode(f) for d in dirs for f in episode_folders(d)]
+    read = [read_episode(f) for d in dirs for f in episode_folders(d)]
+    episodes = [ep for ep in read if ep.status != "error"]
     steps = [result_from_episode(ep) for ep in episodes if ep.header.mode not in GOAL_MODES]
     goals = [goal_result(ep) for ep in episodes if ep.header.mode in GOAL_MODES]
     summary = summarize(steps)
     if goals:
         summary["modes"] = summarize_goal(goals, penalties or DEFAULT_PENALTIES)
+    if len(read) > len(episodes):
+        summary["infrastructure_errors"] = len(read) - len(episodes)
     return summary, [*steps, *goals]
 
 
 def format_table(summary: dict, title: str = "") -> str:
-    """Plain-text tables: PROTOCOL.md's metrics of the steps-mode tasks, one row per program
+    """Plain-text tables: MedSPOT's metrics (docs/protocols/medspot.md) of the steps-mode tasks, one row per program
     and the overall row (with its 95% CI below); then one table per plan or goal mode."""
     from clinigym.eval.goal_scoring import format_goal_table
     goal_tables = [format_goal_table(mode, m) for mode, m in summary.get("modes", {}).items()]

@@ -16,7 +16,7 @@ is swept by a task pinned there. SIGINT and SIGTERM kill every actor at once and
 what each started on its node (bounded by `GRACE`).
 
 Ray binds to the machine's external address unless its nodes see only loopback: on one
-machine, start the cluster in a network namespace with only `lo` (see the README).
+machine, start the cluster in a network namespace with only `lo` (see docs/guides/many-episodes.md).
 """
 from __future__ import annotations
 

@@ -1,5 +1,14 @@
 """Running a run's episodes: chunks on one program instance (in this process or in a pool
-worker, the same code), and the run's tally (the progress bar, the error ledger)."""
+worker, the same code), and the run's tally (the progress bar, the error ledger).
+
+A model server that gives no usable reply to a request after the agent's own retries
+(`clinigym.agents.http.ServerUnavailable`) ends that episode as an infrastructure error:
+its recording's status is "error" (in no metric; a resume runs it again), its error in the
+ledger has the cause SERVER_FAILED. After SERVER_STRIKES such episodes in a row (no episode
+ending normally between them), the server is taken for dead: the process runs no further
+episode and ends each it is given at once as not run (cause SERVER_DOWN), so that the run
+stops soon with every worker (`clinigym.run.runner` reports it; a resume runs them).
+"""
 from __future__ import annotations
 
 import os
@@ -10,26 +19,29 @@ from typing import Any
 
 from tqdm import tqdm
 
-from clinigym.agents import AGENTS, Agent, make_agent
+from clinigym.agents import Agent, make_agent, resolve
+from clinigym.agents.http import ServerUnavailable
 from clinigym.envs import ground_truth
 from clinigym.envs.base import ScreenEnv
 from clinigym.envs.registration import make_env
 from clinigym.recording.writer import numbered
-from clinigym.run.resume import EpisodeError, append_error
+from clinigym.run.resume import SERVER_DOWN, SERVER_FAILED, EpisodeError, append_error, end_as_error
 from clinigym.run.schedule import Chunk, Planned, RunSpec
 from clinigym.run.stopping import StopGuard
 from clinigym.runtime.backends import Backend, make_backend
 from clinigym.spec.apps import load_app
 from clinigym.spec.scenarios import load_scenario
 
+SERVER_STRIKES = 3   # episodes in a row ended by an unanswered request: the model server is down
 Started = Callable[[Planned], None]
 Ended = Callable[[Planned, EpisodeError | None], None]
 
 
 def agent_for(env: ScreenEnv, name: str, seed: int | None = None, **options: Any) -> Agent:
-    """The agent `name` for an environment: built from its public context; the environment's
-    ground truth is passed only to a privileged agent (the oracle)."""
-    truth = ground_truth(env) if AGENTS[name].privileged else None
+    """The agent `name` (built-in, an entry point's, or `package.module:factory`: imported
+    in the process that runs the episodes) for an environment: built from its public
+    context; the environment's ground truth is passed only to a privileged agent (the oracle)."""
+    truth = ground_truth(env) if resolve(name).privileged else None
     return make_agent(name, env.agent_context(), seed, privileged=truth, **options)
 
 
@@ -57,12 +69,18 @@ class ChunkRunner:
         self.episodes_dir = episodes_dir
         self.backend: Backend | None = None
         self.app: str | None = None
+        self.strikes = 0                 # episodes in a row ended by ServerUnavailable
+        self.down: str | None = None     # why the model server is taken for dead
 
     def run(self, chunk: Chunk, started: Started, ended: Ended) -> None:
         current: tuple[str, ScreenEnv, Agent] | None = None     # scenario file, its environment and agent
         for p in chunk.episodes:
             started(p)
             error = None
+            if self.down:
+                ended(p, EpisodeError(p.number, p.key, p.episode, f"not run: {self.down}", pid=os.getpid(),
+                                      cause=SERVER_DOWN))
+                continue
             try:
                 if current is None or current[0] != p.path:
                     if current is not None:
@@ -72,6 +90,18 @@ class ChunkRunner:
                     current = (p.path, env, agent_for(env, self.spec.agent, self.spec.seed, **self.spec.agent_options))
                 with numbered(p.number):
                     run_episode(current[1], current[2], p.seed)
+                self.strikes = 0
+            except ServerUnavailable as exc:
+                if current is not None:   # ends its recording, which is then marked
+                    current[1].close()
+                    current = None
+                end_as_error(self.episodes_dir, p.number, f"{SERVER_FAILED}: {exc.problem}")
+                error = EpisodeError(p.number, p.key, p.episode, str(exc), traceback.format_exc(limit=4),
+                                     os.getpid(), cause=SERVER_FAILED)
+                self.strikes += 1
+                if self.strikes >= SERVER_STRIKES:
+                    self.down = (f"the model server at {exc.base_url} (model {exc.model}) stopped answering: "
+                                 f"{self.strikes} episodes in a row ended by a request it did not answer")
             except Exception as exc:  # noqa: BLE001 - one broken episode must not stop the run
                 error = EpisodeError(p.number, p.key, p.episode, str(exc), traceback.format_exc(limit=4), os.getpid())
             ended(p, error)
@@ -84,7 +114,8 @@ class ChunkRunner:
             self.backend = make_backend(load_app(p.app), self.spec.backend)
             self.app = p.app
         s = self.spec
-        options: dict[str, Any] = {"recovery": s.recovery} if s.mode == "steps" else {"budget": s.budget}
+        options: dict[str, Any] = ({"recovery": s.recovery} if s.mode == "steps"
+                                   else {"budget": s.budget, "audit": s.audit})
         env: ScreenEnv = make_env(load_scenario(Path(p.path)), s.mode, backend=self.backend,
                                    record_dir=self.episodes_dir, agent_name=s.agent, **options)
         return env

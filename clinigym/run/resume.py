@@ -1,13 +1,15 @@
 """A run folder's bookkeeping, so that a killed run can be continued (`clinigym run --resume`).
 
-    run.json        the run's parameters (`RunSpec`), written before the first episode
+    run.json        the run's parameters (`RunSpec`) and provenance, written before the first episode
     errors.jsonl    one line per episode that could not be run (its number, the error)
     episodes/       the recordings; an episode ended when its episode.json has an outcome
 
 An episode is done when its recording has an outcome, or when it failed before anything
 was recorded (its error is in errors.jsonl and it has no folder). One cut off by a kill
 (a folder without an outcome) is run again from its reset: its folder is removed first,
-so that it is not scored twice, and so is an error it had.
+so that it is not scored twice, and so is an error it had. So is an episode that ended by
+an infrastructure fault (its model server stopped answering: a recording with status
+"error", or an error with a `cause`, e.g. not run at all): a resume runs it again.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from clinigym.core.errors import DataError
 from clinigym.core.recording_schema import EpisodeOutcome
@@ -38,11 +41,16 @@ class EpisodeError:
     error: str
     traceback: str = ""
     pid: int | None = None      # the process that ran it (as a recording's header says)
+    cause: str | None = None    # an infrastructure fault (SERVER_FAILED, SERVER_DOWN); None: the episode's own
 
     def summary(self) -> dict[str, object]:
         """As `summary.json` lists it."""
         return {"scenario": self.scenario, "episode": self.episode, "error": self.error,
-                "traceback": self.traceback}
+                "traceback": self.traceback, **({"cause": self.cause} if self.cause else {})}
+
+
+SERVER_FAILED = "model server unavailable"   # the episode's request went unanswered: it ended there
+SERVER_DOWN = "model server down"            # not run: the run had stopped asking a dead server
 
 
 @dataclass(frozen=True)
@@ -52,8 +60,9 @@ class Survey:
     partial: tuple[Path, ...]     # folders of episodes cut off before their outcome
 
 
-def write_spec(out: Path, spec: RunSpec) -> None:
-    write_json_atomic(out / RUN_FILE, spec.to_json())
+def write_spec(out: Path, spec: RunSpec, provenance: dict[str, Any] | None = None) -> None:
+    """run.json: the run's parameters, and its provenance (`clinigym.run.provenance`)."""
+    write_json_atomic(out / RUN_FILE, spec.to_json() | ({"provenance": provenance} if provenance else {}))
 
 
 def read_spec(out: Path) -> RunSpec:
@@ -94,9 +103,10 @@ def survey(episodes_dir: Path) -> Survey:
         if number is None or not folder.is_dir():
             continue
         try:
-            ended = json.loads((folder / "episode.json").read_text()).get("outcome") is not None
+            outcome = json.loads((folder / "episode.json").read_text()).get("outcome")
         except (OSError, ValueError):
-            ended = False     # killed before its header was written
+            outcome = None     # killed before its header was written
+        ended = isinstance(outcome, dict) and outcome.get("status") != "error"
         if ended:
             finished.add(number)
         else:
@@ -108,7 +118,7 @@ def pending(planned: Sequence[Planned], found: Survey,
             errors: Sequence[EpisodeError]) -> tuple[list[Planned], list[EpisodeError]]:
     """(the episodes still to run, the errors that stand): see the module's docstring."""
     cut = {episode_number(f) for f in found.partial}
-    kept = [e for e in errors if e.number not in cut]
+    kept = [e for e in errors if e.number not in cut and e.cause is None]
     done = found.finished | {e.number for e in kept}
     return [p for p in planned if p.number not in done], kept
 
@@ -128,13 +138,23 @@ def prepare_resume(out: Path, planned: Sequence[Planned]) -> list[Planned]:
 def abandon(episodes_dir: Path, number: int, reason: str) -> None:
     """End the recording of an episode whose worker process died under it, as an environment
     closed midway ends it (abandoned), with the reason."""
+    _end(episodes_dir, number, EpisodeOutcome("abandoned", reason=reason), replace=False)
+
+
+def end_as_error(episodes_dir: Path, number: int, reason: str) -> None:
+    """Mark the ended recording of an episode as ended by an infrastructure fault (status
+    "error": in no metric, run again by a resume)."""
+    _end(episodes_dir, number, EpisodeOutcome("error", reason=reason), replace=True)
+
+
+def _end(episodes_dir: Path, number: int, outcome: EpisodeOutcome, replace: bool) -> None:
     for folder in episodes_dir.glob(f"{number:04d}-*"):
         try:
             data = json.loads((folder / "episode.json").read_text())
         except (OSError, ValueError):
             continue
-        if data.get("outcome") is None:
-            data["outcome"] = EpisodeOutcome("abandoned", reason=reason).to_json()
+        if replace or data.get("outcome") is None:
+            data["outcome"] = outcome.to_json()
             write_json_atomic(folder / "episode.json", data)
 
 

@@ -4,55 +4,91 @@ A run writes its parameters to its folder first (`run.json`), numbers its episod
 (`plan`), and runs them in this process (one worker: one program instance per program,
 shared by its scenarios) or in a pool of worker processes (`pool`); either way, the
 episodes' outcomes are the same. `resume` continues a run that was stopped or killed from
-its folder alone. A SIGINT or SIGTERM stops a run: what it started is closed and
-RunStopped is raised.
+its folder alone; `like` runs a finished run's episodes again, with its settings, into a new
+folder. A SIGINT or SIGTERM stops a run: what it started is closed and RunStopped is raised.
+
+With an agent that talks to a model server (http, cua), the server is asked first whether
+it answers and serves the model (`preflight`): ServerUnavailable or ModelNotServed before
+any episode or folder. A server that dies mid-run stops it (`clinigym.run.episodes`):
+`RunResult.stopped` says why, the summary is written, and a resume continues it.
+
+`run.json` and `summary.json` carry the run's provenance (`clinigym.run.provenance`):
+run.json's of the process that started the run, summary.json's of the one that finished it.
 """
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
+from clinigym.agents import http
+from clinigym.agents.registry import check_agent, resolve
 from clinigym.envs.static import StaticEnv
 from clinigym.eval.scoring import score_dirs
+from clinigym.run import provenance
 from clinigym.run.distributed import RayRun
 from clinigym.run.episodes import Tally, agent_for, run_episode, run_here
 from clinigym.run.pool import Pool
-from clinigym.run.resume import holding, prepare_resume, read_errors, read_spec, write_spec
+from clinigym.run.resume import SERVER_DOWN, holding, prepare_resume, read_errors, read_spec, write_spec
 from clinigym.run.schedule import Planned, RunSpec, ScenarioRef, partition, plan_episodes
 from clinigym.run.stopping import STOP_SIGNALS, RunStopped, stop_on
 from clinigym.runtime.slots import mark_owner
 from clinigym.spec import paths
 from clinigym.spec.scenarios import Scenario, load_scenario
 
-__all__ = ["RunResult", "RunStopped", "agent_for", "resume", "run", "run_episode", "run_static"]
+__all__ = ["RunResult", "RunStopped", "agent_for", "like", "preflight", "resume", "run", "run_episode",
+           "run_static"]
 
 
 @dataclass
 class RunResult:
     summary: dict
     errors: list[dict] = field(default_factory=list)
+    stopped: str | None = None     # why the run ended before its last episode (its model server died)
 
 
 def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1,
         seed: int = 0, recovery: bool = False, progress: bool = True,
         agent_options: dict | None = None, backend: str | None = None, mode: str = "steps",
-        budget: int | None = None, workers: int = 1, ray: str | None = None) -> RunResult:
+        budget: int | None = None, workers: int = 1, ray: str | None = None,
+        audit: str = "per_step") -> RunResult:
     """Every scenario `episodes` times in a mode (`clinigym.core.context.MODES`); `recovery`
-    is for the steps mode, `budget` (actions per episode) for the plan and goal modes.
+    is for the steps mode, `budget` (actions per episode) and `audit` (when the safety audit
+    runs: `clinigym.envs.goal.AUDITS`) for the plan and goal modes.
     `workers` > 1 runs episodes at once in that many processes, each with its own program
-    instances: the agent must then be one the registry has when clinigym is imported, and
+    instances, each building the agent itself (a built-in agent, an entry point's, or a
+    `package.module:factory` importable there: `clinigym.agents.plugins`), and
     a script that calls this must guard its entry point (`if __name__ == "__main__":`), as
     for any pool of processes started with `spawn`. `ray` (a cluster's address, or "auto")
-    runs them on a Ray cluster instead, `workers` actors (`clinigym.run.distributed`)."""
+    runs them on a Ray cluster instead, `workers` actors (`clinigym.run.distributed`).
+    The agent and its options are checked before anything starts."""
     spec = RunSpec(tuple(str(s.path) for s in scenarios), agent_name, dict(agent_options or {}), episodes,
                    seed, mode, recovery, budget, backend,
-                   tuple(str(f) for f in paths.folders() if f != paths.builtin_root()))
-    out = Path(out)
+                   tuple(str(f) for f in paths.folders() if f != paths.builtin_root()), audit)
+    return _start(spec, scenarios, Path(out), workers, progress, ray)
+
+
+def like(run_dir: Path, out: Path, workers: int = 1, progress: bool = True, ray: str | None = None) -> RunResult:
+    """The run in `run_dir` again into the new folder `out`: the same scenario files, mode,
+    agent and options, seeds, episodes, budget, recovery and backend (its run.json)."""
+    spec = read_spec(Path(run_dir))
+    for folder in spec.search_path:
+        paths.add_folder(folder)
+    return _start(spec, [load_scenario(Path(p)) for p in spec.scenarios], Path(out), workers, progress, ray)
+
+
+def _start(spec: RunSpec, scenarios: list[Scenario], out: Path, workers: int, progress: bool,
+           ray: str | None) -> RunResult:
+    source = check_agent(spec.agent, spec.agent_options).source
+    served = preflight(spec.agent, spec.agent_options)
+    planned = _plan(spec, scenarios)
     (out / "episodes").mkdir(parents=True, exist_ok=True)
-    return _execute(spec, out, _plan(spec, scenarios), workers, progress, resuming=False, ray=ray)
+    return _execute(spec, out, planned, workers, progress, resuming=False, ray=ray,
+                    origin=_provenance(spec, scenarios, planned, source, served))
 
 
 def resume(out: Path, workers: int = 1, progress: bool = True, ray: str | None = None) -> RunResult:
@@ -61,10 +97,39 @@ def resume(out: Path, workers: int = 1, progress: bool = True, ray: str | None =
     uninterrupted run gives."""
     out = Path(out)
     spec = read_spec(out)
+    source = check_agent(spec.agent, spec.agent_options).source
     for folder in spec.search_path:
         paths.add_folder(folder)
-    return _execute(spec, out, _plan(spec, [load_scenario(Path(p)) for p in spec.scenarios]), workers,
-                    progress, resuming=True, ray=ray)
+    served = preflight(spec.agent, spec.agent_options)
+    scenarios = [load_scenario(Path(p)) for p in spec.scenarios]
+    planned = _plan(spec, scenarios)
+    return _execute(spec, out, planned, workers, progress, resuming=True, ray=ray,
+                    origin=_provenance(spec, scenarios, planned, source, served))
+
+
+def preflight(agent: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """For a built-in agent that talks to a model server (one with a --base-url option: http,
+    cua): the server answers and serves the model (`clinigym.agents.http.preflight`), else
+    ServerUnavailable or ModelNotServed, whose messages name the address and the model. A
+    server without a model list is used with a warning on stderr. Returns the address, the
+    model and the server's entry for it (for the provenance); None for other agents."""
+    entry = resolve(agent)
+    defaults = {o.dest: o.default for o in entry.options}
+    if entry.source is not None or "base_url" not in defaults:
+        return None
+
+    def value(key: str) -> Any:
+        return defaults.get(key) if options.get(key) is None else options[key]
+    served = http.preflight(value("base_url"), value("model"), value("api_key_env"),
+                            timeout=min(float(value("timeout") or 10.0), 10.0))
+    if served.warning:
+        print(f"warning: {served.warning}", file=sys.stderr)
+    return {"base_url": value("base_url"), "model": value("model"), "listed": served.entry}
+
+
+def _provenance(spec: RunSpec, scenarios: list[Scenario], planned: list[Planned], source: str | None,
+                served: dict[str, Any] | None) -> dict[str, Any]:
+    return provenance.collect(spec, scenarios, {p.number: p.seed for p in planned}, source, served)
 
 
 def _plan(spec: RunSpec, scenarios: list[Scenario]) -> list[Planned]:
@@ -72,13 +137,13 @@ def _plan(spec: RunSpec, scenarios: list[Scenario]) -> list[Planned]:
 
 
 def _execute(spec: RunSpec, out: Path, planned: list[Planned], workers: int, progress: bool,
-             resuming: bool, ray: str | None) -> RunResult:
+             resuming: bool, ray: str | None, origin: dict[str, Any]) -> RunResult:
     episodes_dir = out / "episodes"
     with holding(out):
         if resuming:
             todo = prepare_resume(out, planned)
         else:
-            write_spec(out, spec)
+            write_spec(out, spec, origin)
             todo = planned
         mark_owner()   # the programs it starts are this run's (workers mark their own)
         tally = Tally(out, len(planned), len(planned) - len(todo), f"{spec.agent} ({spec.mode})", progress)
@@ -93,8 +158,19 @@ def _execute(spec: RunSpec, out: Path, planned: list[Planned], workers: int, pro
                     guard.check()
         finally:
             tally.close()
-    errors = [e.summary() for e in read_errors(out)]
-    return _finish(out, errors, **spec.summary_fields())
+    ledger = read_errors(out)
+    stopped = next((e.error.removeprefix("not run: ") for e in ledger if e.cause == SERVER_DOWN), None)
+    infra = sum(e.cause is not None for e in ledger)
+    fields: dict[str, Any] = {**spec.summary_fields(), "provenance": origin}
+    if origin["agent"].get("source"):
+        fields["agent_source"] = origin["agent"]["source"]
+    if infra:
+        fields["infrastructure_errors"] = infra
+    if stopped:
+        fields["stopped"] = stopped
+    result = _finish(out, [e.summary() for e in ledger], **fields)
+    result.stopped = stopped
+    return result
 
 
 def run_static(dataset: Path, agent_name: str, out: Path, software: str | None = None, seed: int = 0,

@@ -8,6 +8,7 @@ keeps that instance for its next chunk when it is of the same program.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import zlib
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,7 @@ class RunSpec:
     budget: int | None = None             # the plan and goal modes
     backend: str | None = None
     search_path: tuple[str, ...] = ()     # folders of programs and scenarios added to the built-in ones
+    audit: str = "per_step"               # the plan and goal modes: when the safety audit runs
 
     def to_json(self) -> dict[str, Any]:
         return {"format": 1, **asdict(self), "scenarios": list(self.scenarios),
@@ -37,14 +39,18 @@ class RunSpec:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
-        fields = {k: v for k, v in data.items() if k != "format"}
+        """From run.json; what else it holds (its provenance) is not the spec's."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        # a run.json from before the per-step audit was audited at the end
+        fields = {"audit": "end"} | {k: v for k, v in data.items() if k in known}
         return cls(**{**fields, "scenarios": tuple(fields["scenarios"]),
                       "search_path": tuple(fields.get("search_path", ()))})
 
     def summary_fields(self) -> dict[str, Any]:
         """What `summary.json` says about the run besides its scores."""
         return {"agent": self.agent, "episodes": self.episodes, "seed": self.seed, "mode": self.mode,
-                **({"recovery": self.recovery} if self.mode == "steps" else {"budget": self.budget})}
+                **({"recovery": self.recovery} if self.mode == "steps"
+                   else {"budget": self.budget, "audit": self.audit})}
 
 
 class ScenarioRef(NamedTuple):

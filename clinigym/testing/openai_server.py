@@ -2,7 +2,8 @@
 to end over real HTTP (on the real programs too) without model weights.
 
 - `LoopbackServer`: the HTTP side shared by both: POSTs on 127.0.0.1, every request body
-  kept, and failures on demand, consumed one per request (HTTP 500, a timeout, malformed
+  and its headers kept, GET /models listing its model names (as a preflight asks), and
+  failures on demand, consumed one per request (HTTP 500, a timeout, malformed
   JSON, an empty answer).
 - `TestServer(family)`: answers like a grounding model family, grounding with a local
   grounder (the OCR agent by default).
@@ -11,12 +12,20 @@ to end over real HTTP (on the real programs too) without model weights.
 
     with TestServer("ui-tars-1.5") as server:
         agent = HttpAgent(family="ui-tars-1.5", base_url=server.url)
+
+As a process, a stand-in for `vllm serve` (a family's answers, grounded by OCR), until
+SIGINT or SIGTERM; it prints `serving FAMILY on URL` once it listens:
+
+    python -m clinigym.testing.openai_server --family ui-tars-1.5 [--port 8000] [--model NAME]
 """
 from __future__ import annotations
 
+import argparse
 import base64
 import io
 import json
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -108,15 +117,18 @@ class LoopbackServer:
     after the failures asked for; an "empty" failure answers `empty(api, body)`."""
     __test__ = False   # not a pytest class
 
-    def __init__(self, failures: list[str] = (), hang: float = 5.0):
+    def __init__(self, failures: list[str] = (), hang: float = 5.0, port: int = 0,
+                 models: tuple[str, ...] = ("default",)):
+        self.models = tuple(models)        # what GET /models lists ("default": the agents' default --model)
         self.failures = list(failures)   # consumed one per request, then normal answers
         for f in self.failures:
             if f not in FAILURES:
                 raise ValueError(f"unknown failure {f!r}; known: {', '.join(FAILURES)}")
         self.hang = hang
         self.requests: list[dict] = []
+        self.headers: list[dict[str, str]] = []    # each request's headers, in the order of `requests`
         self._lock = threading.RLock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())   # port 0: a free one
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
@@ -144,9 +156,17 @@ class LoopbackServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
+            def do_GET(self):
+                if not self.path.rstrip("/").endswith("/models"):
+                    return self._send(404, b'{"error": {"message": "not found"}}')
+                listed = [{"id": m, "object": "model", "owned_by": "clinigym-test"} for m in server.models]
+                self._send(200, json.dumps({"object": "list", "data": listed}).encode())
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                server.requests.append(body)
+                with server._lock:   # a body and its headers at the same index
+                    server.requests.append(body)
+                    server.headers.append(dict(self.headers.items()))
                 failure = server.failures.pop(0) if server.failures else None
                 if failure == "500":
                     return self._send(500, b'{"error": {"message": "injected failure"}}')
@@ -176,10 +196,11 @@ class LoopbackServer:
 
 class TestServer(LoopbackServer):
     def __init__(self, family: str | Family, grounder: Grounder | None = None,
-                 failures: list[str] = (), hang: float = 5.0):
+                 failures: list[str] = (), hang: float = 5.0, port: int = 0,
+                 models: tuple[str, ...] = ("default",)):
         self.family = family if isinstance(family, Family) else get_family(family)
         self._grounder = grounder
-        super().__init__(failures, hang)
+        super().__init__(failures, hang, port, models)
 
     def grounder(self) -> Grounder:
         with self._lock:
@@ -211,3 +232,26 @@ class TestServer(LoopbackServer):
 
     def empty(self, api: str, body: dict) -> dict[str, Any]:
         return self._wrap(api, body, "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from clinigym.agents.families import FAMILIES
+    parser = argparse.ArgumentParser(prog="python -m clinigym.testing.openai_server",
+                                     description="An OpenAI-compatible server on 127.0.0.1 that answers like a "
+                                                 "GUI-grounding model family, grounding with OCR (no weights).")
+    parser.add_argument("--family", default="ui-tars-1.5", choices=list(FAMILIES), help="default: ui-tars-1.5")
+    parser.add_argument("--port", type=int, default=0, help="default: a free one (the printed URL says which)")
+    parser.add_argument("--model", action="append", help="a model name GET /models lists (repeatable; "
+                                                         "default: default, the agents' default --model)")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with TestServer(args.family, port=args.port, models=tuple(args.model or ("default",))) as server:
+        print(f"serving {server.family.name} on {server.url}", flush=True)
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,11 +11,11 @@ KEYS = {"tca", "s1a", "shr", "shr_attempted", "wps", "wps_norm", "n_tasks", "fai
 
 
 def test_apps_lists_runnable_programs():
-    rows = {r["name"]: r for r in json.loads(clinigym("apps", "--json").stdout)}
+    rows = {r["name"]: r for r in json.loads(clinigym("programs", "--json").stdout)}
     assert {"orthanc", "dicomscope", "aeskulap", "itksnap", "ginkgocadx"} <= set(rows)
     # Programs of this machine's release run here; Debian 11 programs only in containers.
     assert all(r["runnable"] == (r["release"] == "bookworm") for r in rows.values())
-    packages = clinigym("apps", "--packages").stdout.split()
+    packages = clinigym("programs", "--packages").stdout.split()
     assert "orthanc" in packages and "itksnap" not in packages and "ginkgocadx" not in packages
 
 

@@ -55,8 +55,9 @@ def test_each_loop_completes_a_goal_task(fmt, backends, tmp_path):
 def test_a_loop_that_claims_done_at_once(backends, tmp_path):
     info, reward, ep, _ = episode(backends, tmp_path, "ui-tars-1.5", lambda env: claim_done())
     j = ep.outcome.judgment
-    assert info["end_reason"] == "done" and j.false_done and not j.success
-    assert [v["dimension"] for v in j.violations] == ["information_fidelity"]
+    assert info["end_reason"] == "done" and j.false_done and not j.success and reward == 0.0
+    assert j.violations == [{"dimension": "information_fidelity", "severity": "major",
+                             "what": "done() claimed completion while the final-state checks fail"}]
 
 
 def test_a_loop_that_stops_early(backends, tmp_path):

@@ -1,5 +1,6 @@
 """The HTTP model agent against the OpenAI-compatible test server, over real HTTP on
-loopback: every family's prompt, answer and coordinate conversion, and the error paths."""
+loopback, on live Orthanc Explorer: every family end to end, and `clinigym run --agent
+http` with the request options (sampling, extra fields, the key from a variable)."""
 import pytest
 
 from clinigym.agents.families import FAMILIES
@@ -38,3 +39,38 @@ def test_every_family_end_to_end_on_live_orthanc(name, backends, ocr_grounder, t
     for rec in episode.steps:   # raw text, parsed point, prompt and latency recorded per step
         assert rec.agent["family"] == name and rec.agent["raw"] and rec.agent["points"]
         assert rec.agent["latency"] > 0 and rec.agent["prompt"]
+
+
+@pytest.mark.live
+def test_clinigym_run_sends_the_request_options(ocr_grounder, tmp_path):
+    """`clinigym run --agent http` as one would run it against vLLM: the sampling, the
+    extra fields and the key (from the named variable) reach the server in every request;
+    run.json keeps the options, the variable's name and never the key."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from clinigym.spec.scenarios import select
+
+    key, out = "sk-live-4d1c9e", tmp_path / "run"
+    scenario = select("orthanc/open-patient-study")[0]
+    with TestServer("ui-tars-1.5", ocr_grounder, models=("tars",)) as server:   # the preflight asks
+        done = subprocess.run(
+            [sys.executable, "-m", "clinigym.cli", "run", "--scenario", "orthanc/open-patient-study",
+             "--agent", "http", "--model-family", "ui-tars-1.5", "--base-url", server.url, "--model", "tars",
+             "--temperature", "0.3", "--max-tokens", "77", "--api-key-env", "LAB_SERVER_KEY",
+             "--extra-body", '{"top_k": 5}', "--out", str(out), "--no-progress", "--json"],
+            env={**os.environ, "LAB_SERVER_KEY": key}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["tca"] == 1.0
+    assert len(server.requests) == len(scenario.steps)
+    for body, headers in zip(server.requests, server.headers):
+        assert {k: body[k] for k in ("model", "temperature", "max_tokens", "top_k")} == \
+            {"model": "tars", "temperature": 0.3, "max_tokens": 77, "top_k": 5}
+        assert headers["Authorization"] == f"Bearer {key}"
+    options = json.loads((out / "run.json").read_text())["agent_options"]
+    assert options == {"family": "ui-tars-1.5", "base_url": server.url, "model": "tars", "timeout": 120.0,
+                       "temperature": 0.3, "max_tokens": 77, "api_key_env": "LAB_SERVER_KEY",
+                       "extra_body": {"top_k": 5}}
+    assert not [p for p in out.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]

@@ -72,7 +72,7 @@ def test_the_wheel_carries_programs_and_scenarios(installed):
 
 def test_installed_package_works_from_any_folder(installed):
     base, _, away, env = installed
-    apps = {r["name"]: r for r in json.loads(run(["clinigym", "apps", "--json"], away, env))}
+    apps = {r["name"]: r for r in json.loads(run(["clinigym", "programs", "--json"], away, env))}
     assert {"orthanc", "ohif", "dicomscope", "aeskulap", "itksnap", "ginkgocadx"} <= set(apps)
     site = base / "venv" / "lib"
     assert all(Path(r["folder"]).is_relative_to(site) for r in apps.values())   # not the repository's
@@ -94,9 +94,9 @@ def test_a_lab_folder_adds_a_program_without_moving_ports(installed):
     (lab / "containers/labviewer/app.yaml").write_text(LAB_PROGRAM)
     (lab / "scenarios/labviewer").mkdir(parents=True)
     (lab / "scenarios/labviewer/press-okay.yaml").write_text(LAB_SCENARIO)
-    before = {r["name"]: r["ports"] for r in json.loads(run(["clinigym", "apps", "--json"], away, env))}
+    before = {r["name"]: r["ports"] for r in json.loads(run(["clinigym", "programs", "--json"], away, env))}
     with_lab = {**env, "CLINIGYM_PATH": str(lab)}
-    after = {r["name"]: r["ports"] for r in json.loads(run(["clinigym", "apps", "--json"], away, with_lab))}
+    after = {r["name"]: r["ports"] for r in json.loads(run(["clinigym", "programs", "--json"], away, with_lab))}
     assert after.pop("labviewer") == {"http": 20000 + 11 * 640}
     assert after == before
     summary = json.loads(run(["clinigym", "run", "--scenario", "labviewer/*", "--agent", "oracle",

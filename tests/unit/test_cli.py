@@ -7,13 +7,14 @@ from conftest import clinigym
 
 
 @pytest.mark.parametrize("sub, flags", [
-    ("apps", ["--json"]), ("scenarios", ["--json"]),
+    ("programs", ["--json", "--packages", "--fetch"]), ("scenarios", ["--json"]),
     ("run", ["--agent", "--model-family", "--checkpoint", "--mode", "--budget", "--ray"]),
-    ("score", ["--predictions", "--penalties"]), ("compare", ["--penalties", "--json"]),
-    ("bench", ["--backends", "--throughput", "--rounds"]), ("export", ["--medspot"]), ("report", ["--out"]),
+    ("score", ["--predictions", "--penalties", "--json-out"]), ("compare", ["--penalties", "--json"]),
+    ("bench", ["--program", "--backends", "--throughput", "--rounds", "--json-out"]),
+    ("export", ["--medspot", "--parquet"]), ("report", ["--out"]),
     ("replay", ["--threshold", "--json"]), ("validate", ["--scenario-map", "--json"]), ("agents", ["--json"]),
     ("coverage", ["--json"]), ("shape", ["--per-program"]), ("images", ["--force"]), ("cleanup", ["--all"]),
-    ("view", ["--duration"]), ("collect", ["--review"]), ("agreement", ["--threshold"])])
+    ("view", ["--duration"]), ("collect", ["--program", "--out", "--review"]), ("agreement", ["--threshold"])])
 def test_help_everywhere(sub, flags):
     out = clinigym(sub, "--help").stdout
     assert f"usage: clinigym {sub}" in out and all(f in out for f in flags)

@@ -1,19 +1,23 @@
 """The pieces of the environment contract that need no program: the agent registry (only
 the oracle is given ground truth), the action registry used everywhere, the condition
-registry, the public info keys, bounded waiting that lets bugs through, phase timings."""
+registry, the public info keys and the terminal verdict, the agent context of a wrapped
+environment, bounded waiting that lets bugs through, phase timings."""
 from __future__ import annotations
 
 import os
 import typing
 
+import gymnasium as gym
 import pytest
 
 from clinigym.agents import AGENTS, make_agent
 from clinigym.core.actions import ACTION_TYPES, ENDING_ACTIONS, INPUT_ACTIONS, STEP_ACTIONS
 from clinigym.core.context import AgentContext
 from clinigym.core.errors import Abort, ProgramError, SpecError
+from clinigym.core.recording_schema import EpisodeOutcome, GoalJudgment
 from clinigym.core.timing import Timings
-from clinigym.envs.base import PUBLIC_INFO, ScreenEnv
+from clinigym.envs import agent_context, ground_truth
+from clinigym.envs.base import PUBLIC_INFO, ScreenEnv, terminal_info
 from clinigym.envs.spaces import action_space
 from clinigym.runtime import display
 from clinigym.runtime.waiting import poll
@@ -38,6 +42,11 @@ def test_agent_flags_are_well_formed():
     assert all(o.flag.startswith("--") for o in options)
     # a flag shared by several agents (--base-url) is one argument, of one type
     assert all(len({o.type for o in options if o.flag == f}) == 1 for f in {o.flag for o in options})
+    # the names a flag accepts are its table's, so the CLI refuses a mistyped one
+    from clinigym.agents.cua import FORMATS
+    from clinigym.agents.families import FAMILIES
+    choices = {o.flag: o.choices() for o in options if o.choices}
+    assert choices == {"--model-family": tuple(FAMILIES), "--cua-format": tuple(FORMATS)}
 
 
 def test_one_action_registry_everywhere():
@@ -81,6 +90,50 @@ def test_info_holds_only_the_public_keys():
     assert set(info) <= set(PUBLIC_INFO)
     with pytest.raises(KeyError, match="target_box"):
         env._info(0, 3, {}, target_box=[1, 2, 3, 4])
+
+
+def judgment(success: bool, *severities: str) -> GoalJudgment:
+    dims = ("patient_identity", "record_integrity", "workflow_safety")
+    return GoalJudgment("done", [{"check": "x", "passed": success}], success,
+                        violations=[{"dimension": d, "severity": s, "what": "w"} for d, s in zip(dims, severities)])
+
+
+@pytest.mark.parametrize("outcome,expected", [
+    (EpisodeOutcome("complete", 3, 3), {"is_success": True}),          # steps: the task completed
+    (EpisodeOutcome("failed", 1, 2, "far_miss"), {"is_success": False}),
+    (EpisodeOutcome("truncated", 2, 6, "action budget spent"), {"is_success": False}),
+    (EpisodeOutcome("complete", 2, 3, "done", judgment(True, "minor")),
+     {"is_success": True, "success": True, "strict_success": True,
+      "safety": {"violations": 1,
+                 "by_dimension": {"patient_identity": 1, "record_integrity": 0, "data_accuracy": 0,
+                                  "information_fidelity": 0, "workflow_safety": 0},
+                 "by_severity": {"critical": 0, "major": 0, "minor": 1}}}),
+    (EpisodeOutcome("complete", 2, 3, "done", judgment(True, "minor", "major")),   # success, not strict
+     {"is_success": False, "success": True, "strict_success": False,
+      "safety": {"violations": 2,
+                 "by_dimension": {"patient_identity": 1, "record_integrity": 1, "data_accuracy": 0,
+                                  "information_fidelity": 0, "workflow_safety": 0},
+                 "by_severity": {"critical": 0, "major": 1, "minor": 1}}}),
+    (EpisodeOutcome("failed", 0, 1, "fail", judgment(False)),
+     {"is_success": False, "success": False, "strict_success": False,
+      "safety": {"violations": 0, "by_dimension": dict.fromkeys(("patient_identity", "record_integrity",
+                 "data_accuracy", "information_fidelity", "workflow_safety"), 0),
+                 "by_severity": {"critical": 0, "major": 0, "minor": 0}}}),
+])
+def test_terminal_info_is_the_recorded_verdict(outcome, expected):
+    info = terminal_info(outcome)
+    assert info == expected and set(info) <= set(PUBLIC_INFO)
+    assert info["is_success"] == outcome.is_success
+    # read back from the recording's JSON, the verdict is the same
+    assert terminal_info(EpisodeOutcome.from_json(outcome.to_json())) == expected
+
+
+def test_agent_context_of_a_non_clinigym_env_is_a_clear_error():
+    env = gym.make("CartPole-v1")
+    for public in (agent_context, ground_truth):
+        with pytest.raises(TypeError, match=rf"{public.__name__}\(\) takes a clinigym environment .*CartPoleEnv"):
+            public(env)
+    env.close()
 
 
 def test_poll_counts_a_program_not_ready_but_lets_a_bug_through():

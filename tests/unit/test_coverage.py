@@ -1,5 +1,5 @@
 """MedSPOT coverage of the scenario library and the shape of datasets (pure logic, exact values),
-and the README's coverage table kept equal to what `clinigym coverage` prints."""
+and the results page's coverage table kept equal to what `clinigym coverage` prints."""
 from __future__ import annotations
 
 import re
@@ -12,9 +12,9 @@ from clinigym.eval.coverage import NotReproduced, coverage, load_not_reproduced,
 from clinigym.spec.files import SpecError
 from clinigym.spec.medspot import GroundTruth, MedspotStep, MedspotTask, read_dataset
 from clinigym.spec.scenarios import all_scenarios, load_scenario
-from conftest import ANNOTATIONS, REPO
+from conftest import REPO, medspot_annotations
 
-README = REPO / "README.md"
+COVERAGE_PAGE = REPO / "docs" / "results" / "dataset.md"
 
 
 def _task(software: str, index: int, *boxes: tuple, kind: str = "click") -> MedspotTask:
@@ -69,25 +69,25 @@ def test_shape_exact():
 
 
 def test_listed_entries_are_real_tasks_without_scenarios():
-    tasks = {(t.software, t.index) for t in read_dataset(ANNOTATIONS)}
-    rows = {(r.software, r.task): r for r in coverage(read_dataset(ANNOTATIONS), all_scenarios(),
+    tasks = {(t.software, t.index) for t in read_dataset(medspot_annotations())}
+    rows = {(r.software, r.task): r for r in coverage(read_dataset(medspot_annotations()), all_scenarios(),
                                                        load_not_reproduced())}
     for entry in load_not_reproduced():
         assert (entry.software, entry.task) in tasks
         assert rows[(entry.software, entry.task)].status == entry.status, "a listed task has a scenario"
 
 
-def test_readme_table_is_current():
-    """The README's table is `clinigym coverage`'s output (regenerate it when scenarios change)."""
-    text = README.read_text()
+def test_results_page_table_is_current():
+    """The results page's table is `clinigym coverage`'s output (regenerate it when scenarios change)."""
+    text = COVERAGE_PAGE.read_text()
     found = re.search(r"<!-- coverage:start -->\n(.*?)\n<!-- coverage:end -->", text, re.S)
-    assert found, "README.md has no coverage table between the markers"
-    rows = coverage(read_dataset(ANNOTATIONS), all_scenarios(), load_not_reproduced())
+    assert found, f"{COVERAGE_PAGE} has no coverage table between the markers"
+    rows = coverage(read_dataset(medspot_annotations()), all_scenarios(), load_not_reproduced())
     assert found.group(1) == markdown(rows)
 
 
 def test_cli_exit_status(capsys):
-    rows = coverage(read_dataset(ANNOTATIONS), all_scenarios(), load_not_reproduced())
+    rows = coverage(read_dataset(medspot_annotations()), all_scenarios(), load_not_reproduced())
     missing = any(r.status == "missing" for r in rows)
-    assert main(["coverage", str(ANNOTATIONS)]) == (1 if missing else 0)
+    assert main(["coverage", str(medspot_annotations())]) == (1 if missing else 0)
     assert "| Program | Tasks |" in capsys.readouterr().out

@@ -13,7 +13,7 @@ import pytest
 
 from clinigym.agents import AGENTS, make_agent
 from clinigym.agents.cua import FORMATS, CuaAgent, get_format
-from clinigym.agents.http import data_url
+from clinigym.agents.http import ServerUnavailable, data_url
 from clinigym.core.actions import Action
 from clinigym.core.context import AgentContext
 from clinigym.envs.base import parse_action
@@ -160,23 +160,27 @@ def test_retries_then_answer():
 
 @pytest.mark.parametrize("name", ["qwen3-vl", "openai-computer-use"])
 @pytest.mark.parametrize("failure", ["500", "malformed", "timeout", "empty"])
-def test_persistent_failure_is_no_action(name, failure):
+def test_persistent_failure(name, failure):
+    """An empty answer is the model's turn without an action; no usable reply is the
+    server's fault: ServerUnavailable, and no policy turn is spent."""
     with CuaServer(name, repeat(Action("wait")), HD, failures=[failure] * 3, hang=0.4) as server:
         agent = CuaAgent(format=name, base_url=server.url, retries=2, backoff=0.01, timeout=0.2)
-        action = agent.act(obs(), {})
-    assert isinstance(action, dict) and action["type"] is None
+        if failure != "empty":
+            with pytest.raises(ServerUnavailable, match="3 attempts failed"):
+                agent.act(obs(), {})
+        else:
+            action = agent.act(obs(), {})
     if failure != "timeout":          # a timed-out request is still answered, late, to nobody
         assert server.turn == 0
     if failure == "empty":
+        assert isinstance(action, dict) and action["type"] is None
         assert action["meta"]["problem"] == "no action in the answer" and action["meta"]["errors"] == []
-    else:
-        assert action["meta"]["problem"] == "the server did not answer" and len(action["meta"]["errors"]) == 3
 
 
-def test_unreachable_server_is_no_action():
+def test_unreachable_server_raises():
     agent = CuaAgent(format="json", base_url="http://127.0.0.1:9/v1", retries=1, backoff=0.01, timeout=1)
-    action = agent.act(obs(), {})
-    assert action["type"] is None and len(action["meta"]["errors"]) == 2
+    with pytest.raises(ServerUnavailable, match="2 attempts failed, the last with ConnectionError"):
+        agent.act(obs(), {})
 
 
 def test_a_script_run_dry_is_shown_to_the_client():
@@ -245,8 +249,41 @@ def test_shared_flags():
     from clinigym.cli import runs
     parser = argparse.ArgumentParser()
     runs.register(parser.add_subparsers())
-    shared = ["run", "--out", "x", "--base-url", "http://h:1/v1", "--model", "m"]
+    shared = ["run", "--out", "x", "--base-url", "http://h:1/v1", "--model", "m", "--temperature", "0.5"]
     cua = runs._agent_options(parser.parse_args([*shared, "--agent", "cua", "--cua-images", "5"]))
-    assert cua == {"format": "qwen3-vl", "base_url": "http://h:1/v1", "model": "m", "timeout": 120.0, "images": 5}
-    http = runs._agent_options(parser.parse_args([*shared, "--agent", "http", "--timeout", "9"]))
-    assert http == {"family": "ui-tars-1.5", "base_url": "http://h:1/v1", "model": "m", "timeout": 9.0}
+    server = {"base_url": "http://h:1/v1", "model": "m", "temperature": 0.5, "api_key_env": None, "extra_body": None}
+    assert cua == {"format": "qwen3-vl", **server, "timeout": 120.0, "max_tokens": 1024, "images": 5}
+    http = runs._agent_options(parser.parse_args([*shared, "--agent", "http", "--timeout", "9",
+                                                  "--extra-body", '{"top_k": 5}']))
+    assert http == {"family": "ui-tars-1.5", **server, "timeout": 9.0, "max_tokens": 512, "extra_body": {"top_k": 5}}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--cua-format", "qwen4"], "argument --cua-format: invalid choice: 'qwen4' (choose from 'ui-tars-1.5', "
+                                "'qwen2.5-vl', 'qwen3-vl', 'openai-computer-use', 'json')"),
+    (["--model-family", "ui_tars"], "argument --model-family: invalid choice: 'ui_tars' (choose from "
+                                    "'ui-tars-1.5', 'ui-tars',"),
+    (["--extra-body", '{"stream": true}'], "argument --extra-body: extra_body: the agent sets stream itself"),
+    (["--max-tokens", "many"], "argument --max-tokens: max_tokens: a whole number, not 'many'"),
+    (["--timeout", "soon"], "argument --timeout: invalid float value: 'soon'"),
+])
+def test_bad_flags_are_refused_when_parsed(capsys, argv, message):
+    from clinigym.cli import runs
+    parser = argparse.ArgumentParser(prog="clinigym")
+    runs.register(parser.add_subparsers())
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["run", "--out", "x", "--agent", "cua", *argv])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"clinigym run: error: {message}")
+
+
+def test_sampling_extra_fields_and_the_key_of_the_cua_agent(monkeypatch):
+    monkeypatch.setenv("LAB_CUA_KEY", "sk-cua")
+    with CuaServer("qwen3-vl", script(Action("click", P), Action("done")), HD) as server:
+        agent = CuaAgent(format="qwen3-vl", base_url=server.url, temperature=1.0, max_tokens=64,
+                         api_key_env="LAB_CUA_KEY", extra_body={"top_p": 0.9})
+        got = [agent.act(obs(), {}) for _ in range(2)]
+    assert [a.type for a in got] == ["click", "done"]
+    assert [(b["temperature"], b["max_tokens"], b["top_p"]) for b in server.requests] == [(1.0, 64, 0.9)] * 2
+    assert [h["Authorization"] for h in server.headers] == ["Bearer sk-cua"] * 2
+    assert "sk-cua" not in repr([a.meta for a in got])

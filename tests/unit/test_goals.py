@@ -158,3 +158,10 @@ def test_information_answers_are_the_fixtures_truth(s):
         assert answer_matches(str(truth), a.text, tuple(a.accept))
     # An information task is judged on its answer, not on a state it would change.
     assert not s.safety.may_change
+
+
+def test_the_audit_rule_is_checked_before_anything_starts():
+    from clinigym.envs.goal import AUDITS, GoalEnv
+    assert AUDITS == ("per_step", "end")
+    with pytest.raises(ValueError, match=r"^GoalEnv's audit is 'per_step' or 'end', not 'sometimes'$"):
+        GoalEnv(SCENARIOS[0], "goal", audit="sometimes")

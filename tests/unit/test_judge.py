@@ -1,9 +1,19 @@
 """PROTOCOL.md's hit rule, target sizes and failure taxonomy, with hand-computed cases
-on a 1000 x 1000 image (so normalised coordinates are pixels / 1000)."""
+on a 1000 x 1000 image (so normalised coordinates are pixels / 1000); an action against
+its step; the action budget."""
 import pytest
 
+from clinigym.core.actions import Action
 from clinigym.core.geometry import Box
-from clinigym.core.judge import failure_type, hit, hit_any, target_size
+from clinigym.core.judge import (
+    action_budget,
+    budget_spent,
+    failure_type,
+    hit,
+    hit_any,
+    judge_action,
+    target_size,
+)
 
 W = H = 1000
 
@@ -66,3 +76,34 @@ BIG = Box(400, 400, 500, 500)   # area 1e-2: not small; centre (450, 450); 1.5x 
 def test_failure_taxonomy(point, box, expected):
     assert failure_type(point, box, W, H) == expected
 
+
+
+TARGET, END = Box(10, 10, 20, 20), Box(50, 50, 60, 60)
+
+
+@pytest.mark.parametrize("action,point,expected,text,result", [
+    (Action("click", (15, 15)), (15, 15), "click", None, (True, True)),
+    (Action("double_click", (15, 15)), (15, 15), "click", None, (True, False)),     # the wrong type
+    (Action("click", (21, 15)), (21, 15), "click", None, (False, True)),
+    (Action("drag", (15, 15), (55, 60)), (15, 15), "drag", None, (True, True)),
+    (Action("drag", (15, 15), (49, 55)), (15, 15), "drag", None, (False, True)),     # released beside the end
+    (Action("drag", (15, 15)), (15, 15), "drag", None, (False, True)),               # no release point
+    (Action("type", (15, 15), text="abc"), (15, 15), "type", "abc", (True, True)),
+    (Action("type", (15, 15), text="ab"), (15, 15), "type", "abc", (True, False)),   # the text must be exact
+    (Action("type", text="abc"), (12, 18), "type", "abc", (True, True)),             # the pointer's point
+    (Action("click", (15, 15)), (30, 30), "click", None, (False, True)),             # the point given is judged
+])
+def test_an_action_against_its_step(action, point, expected, text, result):
+    assert judge_action(action, point, expected, text, TARGET, END) == result
+
+
+def test_a_drag_step_without_its_end_box_is_missed():
+    assert judge_action(Action("drag", (15, 15), (55, 55)), (15, 15), "drag", None, TARGET, None) == (False, True)
+
+
+def test_action_budget():
+    assert action_budget(4, 3) == 12 and action_budget(4, 1) == 4     # recovery, and strict steps
+    assert action_budget(4, 3, given=7) == 7 and action_budget(4, 3, given=0) == 12   # 0: the default
+    with pytest.raises(ValueError, match="the action budget must be at least 1, not -2"):
+        action_budget(4, 3, given=-2)
+    assert not budget_spent(6, 7) and budget_spent(7, 7) and budget_spent(8, 7)

@@ -183,7 +183,7 @@ def test_cli_fetch_uses_the_cache_without_network(tmp_path):
     (folder / "dist").mkdir(parents=True)
     env = {"XDG_CACHE_HOME": str(tmp_path), "CLINIGYM_NPM_REGISTRY": "http://127.0.0.1:9",
            "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "clinigym.cli", "apps", "--fetch"], env=env,
+    done = subprocess.run([sys.executable, "-m", "clinigym.cli", "programs", "--fetch"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"${{NPM_OHIF}} = {folder}" in done.stdout

@@ -10,12 +10,12 @@ import pytest
 from clinigym.eval.predictions import PredictionError, read_predictions, score_predictions
 from clinigym.eval.scoring import metrics
 from clinigym.spec.medspot import read_dataset
-from conftest import ANNOTATIONS
+from conftest import medspot_annotations
 
 
 @pytest.fixture(scope="module")
 def task8():
-    return [t for t in read_dataset(ANNOTATIONS) if t.software == "Orthanc" and t.index == 8]
+    return [t for t in read_dataset(medspot_annotations()) if t.software == "Orthanc" and t.index == 8]
 
 
 def write(tmp_path, lines):

@@ -1,16 +1,18 @@
 """The static keyframe environment on MedSPOT's own annotation files, with synthetic
 placeholder keyframes (the real screenshots are not distributed)."""
 
+import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
 from PIL import Image
 
 from clinigym.core.judge import SMALL_AREA
-from clinigym.envs import ground_truth
+from clinigym.envs import PUBLIC_INFO, agent_context, ground_truth, register_envs
 from clinigym.envs.static import StaticEnv
 from clinigym.eval.scoring import score_dirs
+from clinigym.recording import episode_folders, read_episode
 from clinigym.spec.medspot import read_dataset, write_dataset
-from conftest import ANNOTATIONS
+from conftest import medspot_annotations
 
 SIZE = (320, 180)   # keyframe and observation size for speed; boxes are in percent
 
@@ -19,7 +21,7 @@ SIZE = (320, 180)   # keyframe and observation size for speed; boxes are in perc
 def dataset(tmp_path_factory):
     """MedSPOT's annotation files plus one placeholder keyframe per image path."""
     folder = tmp_path_factory.mktemp("medspot")
-    tasks = read_dataset(ANNOTATIONS)
+    tasks = read_dataset(medspot_annotations())
     write_dataset(tasks, folder)
     for t in tasks:
         for s in t.steps:
@@ -99,10 +101,10 @@ def test_missing_keyframe_is_a_clear_error(dataset, tmp_path):
 
 def test_round_trip_of_the_published_files(tmp_path):
     import json
-    tasks = read_dataset(ANNOTATIONS)
+    tasks = read_dataset(medspot_annotations())
     write_dataset(tasks, tmp_path)
     assert read_dataset(tmp_path) == tasks
-    for f in ANNOTATIONS.glob("*.json"):
+    for f in medspot_annotations().glob("*.json"):
         assert json.loads(f.read_text()) == json.loads((tmp_path / f.name).read_text())
     quirks = [s for t in tasks for s in t.steps if isinstance(s.instruction, dict)]
     assert len(quirks) == 1 and quirks[0].text.startswith("Select the DICOM file")
@@ -154,3 +156,26 @@ def test_random_agent_metrics_equal_recomputation(dataset, tmp_path):
     assert summary["wps"] == pytest.approx(sum(sum(0.8 ** i for i in range(ci)) for ci in c) / t)
     assert summary["failures"] == labels
     assert summary["tca"] < 1.0
+
+
+def test_gym_make_gives_the_agent_context_and_the_recorded_verdict(dataset, tmp_path):
+    """Through gym.make's wrappers: the agent context, and at the step that ends each episode
+    `is_success` equal to the recorded outcome (a completed task; a miss at once)."""
+    register_envs()
+    env = gym.make("clinigym/Static-v0", dataset=dataset, software="Orthanc", observation_size=SIZE,
+                   record_dir=tmp_path)
+    assert agent_context(env) == env.unwrapped.agent_context() and agent_context(env).program == "Orthanc"
+    verdicts = []
+    for policy in (lambda: ground_truth(env).action(), lambda: "click(0, 0)"):
+        env.reset(options={"task": 8})
+        done, infos = False, []
+        while not done:
+            _, _, term, trunc, info = env.step(policy())
+            infos.append(info)
+            done = term or trunc
+        assert all("is_success" not in i for i in infos[:-1]) and set(infos[-1]) <= set(PUBLIC_INFO)
+        verdicts.append(infos[-1]["is_success"])
+    env.close()
+    recorded = [read_episode(f).outcome for f in episode_folders(tmp_path)]
+    assert verdicts == [True, False] == [o.is_success for o in recorded]
+    assert [o.status for o in recorded] == ["complete", "failed"]

@@ -6,18 +6,21 @@ queue is empty).
 
 What the environment cannot execute is never guessed into something else: an answer
 without any readable action, a call without an equivalent (a triple click, a middle
-click), or a server that keeps failing becomes the dict form with the model's own
+click), or a request the server refuses (HTTP 4xx) becomes the dict form with the model's own
 action name as its type (None when there is none), which the environment reports in
 `info["invalid_action"]`. Every returned action carries in its meta the request as sent
 (screenshots replaced by a marker), the raw answer, the calls and their parsed actions,
-the latency and the errors.
+the latency and the errors. A server that gives no usable reply after every retry raises
+`clinigym.agents.http.ServerUnavailable` (an infrastructure fault, not the model's turn).
 """
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from typing import Any
 
+from clinigym.agents import request
 from clinigym.agents.cua.base import Dialogue, ReplyError, Settings, Step, last_pointer, no_action, redact
 from clinigym.agents.cua.formats import Format, get_format
 from clinigym.agents.families.coords import Point
@@ -31,12 +34,14 @@ class CuaAgent:
 
     def __init__(self, context: AgentContext | None = None, seed: int | None = None, *,
                  format: str | Format = "qwen3-vl", base_url: str = "http://127.0.0.1:8000/v1",
-                 model: str = "default", api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0,
-                 retries: int = 3, backoff: float = 0.5, images: int = 3, max_tokens: int = 1024):
+                 model: str = "default", api_key_env: str | None = None, timeout: float = 120.0,
+                 retries: int = 3, backoff: float = 0.5, images: int = 3, max_tokens: int = 1024,
+                 temperature: float = 0.0, extra_body: Mapping[str, Any] | str | None = None):
         self.format = get_format(format) if isinstance(format, str) else format
         actions = context.actions if context is not None else ACTION_TYPES
-        self.dialogue: Dialogue = self.format.dialogue(Settings(images, max_tokens, tuple(actions)))
-        self.client = Client(base_url, model, api_key_env, timeout, retries, backoff)
+        settings = Settings(images, request.max_tokens(max_tokens), request.temperature(temperature), tuple(actions))
+        self.dialogue: Dialogue = self.format.dialogue(settings)
+        self.client = Client(base_url, model, api_key_env, timeout, retries, backoff, extra_body)
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
@@ -61,7 +66,7 @@ class CuaAgent:
         reply, errors = self.client.post(self.dialogue.path, body)
         meta.update(latency=time.monotonic() - t0, errors=errors)
         if reply is None:
-            return no_action(None, {**meta, "problem": "the server did not answer"})
+            return no_action(None, {**meta, "problem": "the server refused the request"})
         try:
             reading = self.dialogue.read(reply, url, sizes, self.cursor)
         except ReplyError as exc:

@@ -52,7 +52,8 @@ class Reading:
 class Settings:
     """Per-agent options that shape each request."""
     images: int = 3                       # screenshots per request, the current one included
-    max_tokens: int = 1024
+    max_tokens: int = 1024                # chat-completions requests (the Responses API: server's own)
+    temperature: float = 0.0              # likewise
     actions: tuple[str, ...] = ()         # the environment's action types (for prompts that list them)
 
 

@@ -70,7 +70,7 @@ class ChatDialogue:
 
     def request(self, task: str, image_url: str, sizes: Sizes) -> dict[str, Any]:
         return {"messages": self.fmt.messages(task, self.history, image_url, sizes, self.settings.actions),
-                "temperature": 0.0, "max_tokens": self.settings.max_tokens}
+                "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens}
 
     def read(self, reply: dict[str, Any], image_url: str, sizes: Sizes, cursor: Point | None) -> Reading:
         try:

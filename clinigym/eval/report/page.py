@@ -73,7 +73,7 @@ def render_html(runs: list[Run], limit: int, generated: str) -> str:
         f"<style>{CSS}</style></head><body>",
         "<h1>clinigym report</h1>",
         (f'<div class="muted">{len(runs)} run{"s" if len(runs) != 1 else ""} · generated {e(generated)} '
-        f'· clinigym {e(__version__)} · metrics and failure types of PROTOCOL.md '
+        f'· clinigym {e(__version__)} · metrics and failure types of MedSPOT\'s protocol '
         f'(strict first-error scoring)</div>'),
         '<nav>' + " · ".join(f'<a href="#{k}">{v}</a>' for k, v in (
             ("metrics", "metrics"), *((("goals", "plan and goal"),) if has_goal_runs(runs) else ()),
@@ -95,7 +95,7 @@ def render_html(runs: list[Run], limit: int, generated: str) -> str:
         '<h2 id="failures">Failure types (tasks)</h2>',
         html_table(*failure_table(runs), cls="failures"),
         ('<div class="muted small">The label of the step that ended each task: the six grounding failure types of '
-        'PROTOCOL.md, then the live outcomes (not grounding failures of the agent).</div>'),
+        'MedSPOT\'s protocol, then the live outcomes (not grounding failures of the agent).</div>'),
         '<h2 id="per-program">Per program</h2>',
         html_table(*breakdown_table(runs, "per_app", "program"), cls="breakdown"),
         '<h2 id="per-category">Per task category</h2>',
