@@ -131,11 +131,29 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
 READ_ATTEMPTS = 3   # a server may drop a kept-alive connection under load; the next read answers
 
 
+class _Prefetched:
+    """A probe whose `sql` answers the queries read ahead in one batch (`sql_many`: one
+    database client for all of a program's record sets), the rest of it as is."""
+
+    def __init__(self, probe: Probe, answers: dict[str, list[list[str]]]):
+        self._probe, self._answers = probe, answers
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._probe, name)
+
+    def sql(self, query: str) -> list[list[str]]:
+        return self._answers[query]
+
+
 def snapshot(sets: dict[str, RecordSet], probe: Probe) -> Snapshot:
     """Every record set of a program, read now; a dropped connection is tried again, up to
     `READ_ATTEMPTS` reads in all (CI once lost a goal episode to one dropped REST answer)."""
+    queries = list(dict.fromkeys(rs.sql for rs in sets.values() if rs.sql is not None))
+
     def read() -> Snapshot:
-        return {name: SOURCES[rs.kind].read(rs, probe) for name, rs in sets.items()}
+        many = getattr(probe, "sql_many", None)
+        source = _Prefetched(probe, dict(zip(queries, many(queries), strict=True))) if many and queries else probe
+        return {name: SOURCES[rs.kind].read(rs, source) for name, rs in sets.items()}
     for _ in range(READ_ATTEMPTS - 1):
         try:
             return read()

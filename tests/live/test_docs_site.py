@@ -70,7 +70,9 @@ def site(tmp_path_factory):
     server.server_close()
 
 
-@pytest.fixture(scope="session")
+# This module's only: Playwright's sync API runs an event loop while it is open, and every
+# later sync_playwright() in the session (the report tests) refuses to start inside it.
+@pytest.fixture(scope="module")
 def browser():
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=chromium_binary(), args=CHROMIUM_ARGS)

@@ -35,6 +35,9 @@ from clinigym.spec.conditions import Target, holds
 
 __all__ = ["Backend", "ProgramDied", "base_environment"]
 
+# The line before each query's rows in `sql_many`'s answer file (a row has the field separator).
+SQL_MARK = "clinigym-sql-query-"
+
 
 class Health(NamedTuple):
     display_gone: str | None             # why the display is gone, or None
@@ -319,17 +322,31 @@ class Backend(Settling):
 
     def sql(self, query: str) -> list[list[str]]:
         """The rows a read-only query on the program's database answers (values as text, NULL
-        as ''), by `psql` where the program runs; the answer goes through a file of the work
-        folder, which both backends share."""
+        as '')."""
+        return self.sql_many([query])[0]
+
+    def sql_many(self, queries: list[str]) -> list[list[list[str]]]:
+        """The rows of each read-only query, read by one `psql` where the program runs (a
+        process costs about 50 ms, and the safety audit reads a program's record sets after
+        every action); the answers go through a file of the work folder, which both backends
+        share, each after a line that names its query."""
         if not self.app.database:
             raise ValueError(f"{self.app.name} declares no database: an sql condition needs one")
         answer = self.workdir / "sql-answer"
         answer.unlink(missing_ok=True)
-        self._run_checked(["psql", self.render(self.app.database), "-X", "-q", "-A", "-t", "-F", "\x1f",
-                           "-v", "ON_ERROR_STOP=1", "-o", str(answer), "-c",
-                           f"SET TRANSACTION READ ONLY; {self.render(query)}"], "sql", timeout=30)
-        lines = answer.read_text().splitlines() if answer.exists() else []
-        return [line.split("\x1f") for line in lines]
+        argv = ["psql", self.render(self.app.database), "-X", "-q", "-A", "-t", "-F", "\x1f",
+                "-v", "ON_ERROR_STOP=1", "-o", str(answer), "-c", "SET default_transaction_read_only = on"]
+        for i, query in enumerate(queries):
+            argv += ["-c", f"\\qecho {SQL_MARK}{i}", "-c", self.render(query)]
+        self._run_checked(argv, "sql", timeout=30)
+        rows: list[list[list[str]]] = [[] for _ in queries]
+        current = rows[0] if rows else []
+        for line in answer.read_text().splitlines() if answer.exists() else []:
+            if line.startswith(SQL_MARK) and line[len(SQL_MARK):].isdigit():
+                current = rows[int(line[len(SQL_MARK):])]
+            else:
+                current.append(line.split("\x1f"))
+        return rows
 
     # -- where things run: each backend implements these ---------------------------------
     def _ensure_display(self) -> DisplaySession:
