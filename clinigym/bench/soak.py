@@ -4,10 +4,12 @@ random moments: during resets, steps and the gaps between episodes. Afterwards i
 what the run left:
 
 - runner crashes: the run ended other than with its summary (exit status 0, or 1 when some
-  episodes failed);
-- episodes: every planned episode has an outcome (its recording, or its error); each that
-  did not succeed has its reason and a fault injected into its worker while it ran or
-  just before it started ("unexplained" counts the others: a reset that did not recover);
+  episodes are infrastructure errors);
+- episodes: every planned episode ended scored or as an infrastructure error (a fault ended
+  every attempt of it: `clinigym.run.episodes` retries the others), and the oracle's metrics
+  over the scored ones are 100%, as without faults; each infrastructure error has a fault
+  injected into its worker while it ran or just before it started ("unexplained" counts the
+  others); the counts of scored, infrastructure errors and retried episodes;
 - lost steps: every step line of every recording parses and its screenshots are readable
   PNG files (a line cut short by a kill is a step that did not finish, counted apart);
 - leftovers: processes, displays, display locks, work folders and containers the run

@@ -1,6 +1,7 @@
-"""What a soak's run left, judged (`clinigym.bench.soak`): episodes and the faults that explain
-their failures, lost steps, runner crashes, leftovers and memory. Pure reading of the run
-folder and of what the injector recorded."""
+"""What a soak's run left, judged (`clinigym.bench.soak`): every planned episode scored or an
+infrastructure error, the oracle's metrics over the scored ones (100%), the faults that
+explain each retry and error, lost steps, runner crashes, leftovers and memory. Pure reading
+of the run folder and of what the injector recorded."""
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ from typing import Protocol
 from PIL import Image
 
 from clinigym.core.errors import DataError
+from clinigym.eval.scoring import infrastructure_ended, score_dirs
 from clinigym.recording import episode_folders, read_episode
 from clinigym.recording.writer import episode_number
 from clinigym.run.resume import read_errors
@@ -32,9 +34,13 @@ class Verdict:
     succeeded: int = 0
     failed: dict[int, str] = field(default_factory=dict)        # episode number -> its reason ("" if none)
     endings: dict[str, int] = field(default_factory=dict)       # failed episodes by status ("error": no recording)
-    missing: list[int] = field(default_factory=list)            # planned, with neither recording nor error
+    missing: list[int] = field(default_factory=list)            # planned, neither scored nor an infrastructure error
     unexplained: list[int] = field(default_factory=list)        # failed with no fault injected into it
     faults: dict[str, dict[str, int]] = field(default_factory=dict)   # kind -> landed, absorbed, unattributed
+    scored: int = 0                                             # episodes in the metrics
+    infrastructure_errors: list[int] = field(default_factory=list)   # in no metric: ended by faults after retries
+    retried: dict[int, int] = field(default_factory=dict)      # episode number -> its retries
+    metrics: dict[str, float | None] = field(default_factory=dict)   # the oracle's, over the scored episodes
     steps: int = 0
     lost_steps: list[str] = field(default_factory=list)
     unfinished_lines: int = 0                                   # step lines cut short by a kill
@@ -43,16 +49,27 @@ class Verdict:
     memory: dict[str, float | bool | None] = field(default_factory=dict)
 
     @property
+    def scored_failures(self) -> list[int]:
+        """Scored episodes that did not succeed: the oracle's own, or a fault charged to it."""
+        return sorted(set(self.failed) - set(self.infrastructure_errors))
+
+    @property
     def problems(self) -> list[str]:
         found = []
         if self.crashes:
             found.append(f"runner crashed: {'; '.join(self.crashes)}")
         if self.missing:
-            found.append(f"{len(self.missing)} episodes have no outcome: {self.missing[:10]}")
+            found.append(f"{len(self.missing)} episodes are neither scored nor an infrastructure error: "
+                         f"{self.missing[:10]}")
         if no_reason := [n for n, why in self.failed.items() if not why]:
             found.append(f"{len(no_reason)} failed episodes have no reason: {no_reason[:10]}")
         if self.unexplained:
             found.append(f"{len(self.unexplained)} episodes failed with no fault injected: {self.unexplained[:10]}")
+        if failures := self.scored_failures:
+            found.append(f"{len(failures)} scored episodes did not succeed: {failures[:10]}")
+        if short := {k: v for k, v in self.metrics.items() if v is not None and v < 1.0}:
+            found.append("the oracle's metrics over the scored episodes are not 100%: " +
+                         ", ".join(f"{k.upper()} {100 * v:.1f}%" for k, v in short.items()))
         if self.lost_steps:
             found.append(f"{len(self.lost_steps)} finished steps lost: {self.lost_steps[:5]}")
         if self.leftovers:
@@ -61,11 +78,19 @@ class Verdict:
             found.append(f"memory grew {self.memory['growth_mb']:.0f} MB")
         return found
 
+    @property
+    def counts(self) -> str:
+        """The endings in one line, for the soak's table."""
+        return (f"scored {self.scored} (oracle: " +
+                ", ".join(f"{k.upper()} {'-' if v is None else f'{100 * v:.1f}%'}" for k, v in self.metrics.items())
+                + f"), infrastructure errors {len(self.infrastructure_errors)}, retried "
+                  f"{len(self.retried)} episodes ({sum(self.retried.values())} retries)")
+
 
 def check_run(out: Path, planned: int, returncode: int | None, injections: Sequence[Injected],
               leftovers: list[str], memory: Sequence[tuple[float, int, float]]) -> Verdict:
     v = Verdict(planned, leftovers=list(leftovers), memory=memory_trend([m[2] for m in memory]))
-    if returncode not in (0, 1):   # 1: the run ended with its summary, some episodes failed
+    if returncode not in (0, 1):   # 1: the run ended with its summary, with infrastructure errors
         v.crashes.append(f"the run ended with status {returncode}")
     if not (out / "summary.json").exists():
         v.crashes.append("the run wrote no summary.json")
@@ -79,9 +104,14 @@ def check_run(out: Path, planned: int, returncode: int | None, injections: Seque
         except DataError as exc:
             v.lost_steps.append(str(exc))
             continue
+        if retries := ep.header.extra.get("extra", {}).get("retries"):
+            v.retried[number] = len(retries)
         if ep.outcome is None:
             continue               # cut off: its error (or nothing) says more
-        ended.add(number)
+        if infrastructure_ended(ep):
+            v.infrastructure_errors.append(number)
+        else:
+            ended.add(number)      # scored
         if ep.status == "complete" and all(s.correct for s in ep.steps) and len(ep.steps) == ep.header.n_steps:
             v.succeeded += 1
         else:
@@ -91,8 +121,13 @@ def check_run(out: Path, planned: int, returncode: int | None, injections: Seque
         if error.number not in v.failed:
             v.failed[error.number] = error.error
             v.endings["error"] = v.endings.get("error", 0) + 1
-        ended.add(error.number)
-    v.missing = [n for n in range(1, planned + 1) if n not in ended]
+        if error.cause is not None and error.number not in v.infrastructure_errors:
+            v.infrastructure_errors.append(error.number)
+    v.infrastructure_errors.sort()
+    v.scored = len(ended)
+    v.missing = [n for n in range(1, planned + 1) if n not in ended and n not in v.infrastructure_errors]
+    summary, _ = score_dirs([out / "episodes"]) if (out / "episodes").is_dir() else ({}, [])
+    v.metrics = {k: summary.get(k) for k in ("tca", "s1a", "shr", "wps_norm")}
     attributed: dict[int, list[str]] = {}
     for i in injections:
         target = i.running if i.running is not None else i.next
@@ -102,7 +137,7 @@ def check_run(out: Path, planned: int, returncode: int | None, injections: Seque
             counts["unattributed"] += 1
             continue
         attributed.setdefault(target, []).append(i.kind)
-        counts["landed" if target in v.failed else "absorbed"] += 1
+        counts["landed" if target in v.failed or target in v.retried else "absorbed"] += 1
     v.unexplained = sorted(n for n in v.failed if n not in attributed)
     return v
 

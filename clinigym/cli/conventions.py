@@ -71,12 +71,21 @@ def program(name: str) -> str:
 
 def at_least_one(text: str) -> int:
     """argparse type of a count: argparse then exits with status 2 and `argument --FLAG: at least 1`."""
+    return _count(text, 1)
+
+
+def at_least_zero(text: str) -> int:
+    """argparse type of a count that may be 0."""
+    return _count(text, 0)
+
+
+def _count(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"a whole number, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("at least 1")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"at least {minimum}")
     return value
 
 

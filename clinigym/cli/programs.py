@@ -108,6 +108,8 @@ def cmd_cleanup(args) -> int:
 
 def cmd_view(args) -> int:
     from clinigym.runtime.liveview import LiveView, find_display
+    from clinigym.runtime.slots import mark_owner
+    mark_owner()   # the VNC server and web bridge end with this process, however it ends
     try:
         number = find_display(args.target)
     except LookupError as exc:

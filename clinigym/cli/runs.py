@@ -12,11 +12,20 @@ from pathlib import Path
 from clinigym.agents import AGENTS, all_agents, resolve
 from clinigym.agents.plugins import parse_option
 from clinigym.agents.request import OptionError
-from clinigym.cli.conventions import Ignored, add_deprecated, at_least_one, examples, filled, warn_ignored
+from clinigym.cli.conventions import (
+    Ignored,
+    add_deprecated,
+    at_least_one,
+    at_least_zero,
+    examples,
+    filled,
+    warn_ignored,
+)
 from clinigym.core.audit import DEFAULT_PENALTIES, PENALTIES
 from clinigym.core.context import MODES
 from clinigym.core.errors import AgentError
 from clinigym.envs.goal import AUDITS, BUDGET_FACTOR
+from clinigym.run.episodes import RETRIES
 from clinigym.runtime.backends import KINDS
 
 
@@ -96,6 +105,7 @@ LIVE_FLAGS = ("--scenario", "--per-program", "--episodes", "--mode", "--budget",
               "--backend")
 STATIC_FLAGS = ("--software", "--single-step", "--delta")
 RUN_DEFAULTS = {"scenario": ["*"], "episodes": 1, "seed": 0, "mode": "steps", "delta": 0.0, "audit": "per_step",
+                "retries": RETRIES,
                 "single_step": False, "recovery": False, "overwrite": False}
 KEPT = {"resume": "with --resume (the run keeps the parameters it was started with)",
         "like": "with --like (the run repeats the settings of the run it is like)"}
@@ -109,7 +119,7 @@ RUN_IGNORED = (
     Ignored(("--overwrite",), lambda a: KEPT["resume"] if a.resume else None),
     Ignored((*LIVE_FLAGS, "--dataset", *STATIC_FLAGS, "--seed"), _kept),
     Ignored(AGENT_FLAGS, _kept, _flag_dest),
-    Ignored(LIVE_FLAGS, lambda a: "with --dataset (the static mode)" if a.dataset else None),
+    Ignored((*LIVE_FLAGS, "--retries"), lambda a: "with --dataset (the static mode)" if a.dataset else None),
     Ignored(STATIC_FLAGS, lambda a: None if a.dataset else "without --dataset (a static-mode flag)"),
     Ignored(("--budget", "--audit"), lambda a: "in the steps mode" if a.mode in (None, "steps") else None),
     Ignored(("--recovery",), lambda a: f"in the {a.mode} mode" if a.mode in ("plan", "goal") else None),
@@ -145,9 +155,11 @@ def cmd_run(args) -> int:
     options = _agent_options(args)
     try:
         if args.resume:
-            result = resume(out, workers=args.workers, progress=not args.no_progress, ray=args.ray)
+            result = resume(out, workers=args.workers, progress=not args.no_progress, ray=args.ray,
+                            retries=args.retries)
         elif args.like:
-            result = like(Path(args.like), out, workers=args.workers, progress=not args.no_progress, ray=args.ray)
+            result = like(Path(args.like), out, workers=args.workers, progress=not args.no_progress, ray=args.ray,
+                          retries=args.retries)
         elif args.dataset:
             result = run_static(Path(args.dataset), args.agent, out, args.software, args.seed, args.single_step,
                                 args.delta, progress=not args.no_progress, agent_options=options)
@@ -157,7 +169,8 @@ def cmd_run(args) -> int:
                 scenarios = first_per_program(scenarios, args.per_program)
             result = run(scenarios, args.agent, out, args.episodes, args.seed, args.recovery,
                          progress=not args.no_progress, agent_options=options, backend=args.backend,
-                         mode=args.mode, budget=args.budget, audit=args.audit, workers=args.workers, ray=args.ray)
+                         mode=args.mode, budget=args.budget, audit=args.audit, workers=args.workers, ray=args.ray,
+                         retries=args.retries)
     except RunStopped as stop:
         return _stopped(stop, out, in_process=args.workers == 1 and not args.ray)
     except (ServerUnavailable, ModelNotServed) as exc:
@@ -271,7 +284,8 @@ def cmd_agents(args) -> int:
 
 EXIT_SERVER = 3            # the model server does not answer or does not serve the model
 EXIT_NOT_COMPARABLE = 4    # compare: scenario or program versions differ (without --force)
-RUN_STATUS = ("exit status: 0 every episode ran; 1 an episode could not run (listed); 2 a usage error; "
+RUN_STATUS = ("exit status: 0 every episode ran; 1 an episode could not run or was ended by the infrastructure "
+              "after its retries (listed); 2 a usage error; "
               f"{EXIT_SERVER} the model server (http, cua agents) does not answer or does not serve --model, "
               "found before the first episode, or it stopped answering mid-run (--resume continues once it "
               "answers); 128+N stopped by signal N")
@@ -310,6 +324,10 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="run episodes at once in N processes, each with its own program instances "
                         "(with --ray: N actors on the cluster)")
+    p.add_argument("--retries", type=at_least_zero, metavar="N",
+                   help=f"runs again of an episode the infrastructure ended (a program or display killed, a "
+                        f"container or worker lost), from its reset; what still fails is an infrastructure "
+                        f"error, in no metric (default {RETRIES}; 0: none)")
     p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
                    help="run the episodes on a running Ray cluster (default address: auto, the one on "
                         "this machine); needs clinigym[ray]; on one machine start it with loopback only "

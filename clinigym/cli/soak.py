@@ -16,7 +16,7 @@ def format_soak(result) -> str:
              f"episodes: {v.succeeded} succeeded, {len(v.failed)} ended early ("
              f"{', '.join(f'{n} {status}' for status, n in sorted(v.endings.items())) or 'none'}), "
              f"{len(v.missing)} without an outcome, {len(v.unexplained)} failed with no fault injected",
-             "", f"{'fault':<16}{'injected':>9}{'landed':>8}{'absorbed':>9}{'unattributed':>13}"]
+             v.counts, "", f"{'fault':<16}{'injected':>9}{'landed':>8}{'absorbed':>9}{'unattributed':>13}"]
     for kind, c in sorted(v.faults.items()):
         lines.append(f"{kind:<16}{c['injected']:>9}{c['landed']:>8}{c['absorbed']:>9}{c['unattributed']:>13}")
     total = sum(c["injected"] for c in v.faults.values())
@@ -35,6 +35,8 @@ def format_soak(result) -> str:
 
 def cmd_soak(args) -> int:
     from clinigym.bench.soak import soak
+    from clinigym.runtime.slots import mark_owner
+    mark_owner()   # its `clinigym run` is this process's: stopped (and swept) if the soak ends first
     out = Path(args.out)
     result = soak(out, args.episodes, args.faults, args.workers, args.seed, progress=not args.no_progress)
     data = result.to_json()

@@ -9,7 +9,6 @@ through its own `mss` connection (`LiveView`), never through the display session
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +23,7 @@ from clinigym.collect.errors import ActionError, Conflict
 from clinigym.collect.probe import CollectedStep, Probe
 from clinigym.collect.stream import LiveView
 from clinigym.core.screen import Frame, changed_pixels
+from clinigym.runtime.slots import owned_folder
 from clinigym.spec.apps import AppSpec, load_app
 
 __all__ = ["ActionError", "CollectSession", "CollectedStep", "Conflict", "parse_action"]
@@ -57,7 +57,8 @@ class CollectSession:
         # A running backend is shared (the caller closes it); a kind or None starts one here.
         self._owns_backend = not isinstance(backend, Backend)
         self.backend = backend if isinstance(backend, Backend) else make_backend(self.app, backend)
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"clinigym-collect-{self.app.name}-"))
+        # Owned by this process: removed by its guardian (or `clinigym cleanup`) if it ends unclosed.
+        self.workdir = owned_folder(f"clinigym-collect-{self.app.name}-")
         self.steps: list[CollectedStep] = []
         self.results: list[dict] = []
         self.lock = threading.RLock()

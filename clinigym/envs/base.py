@@ -22,6 +22,7 @@ from clinigym.core.context import AgentContext
 from clinigym.core.geometry import Box
 from clinigym.core.recording_schema import EpisodeHeader, EpisodeOutcome, StepRecord
 from clinigym.recording.writer import EpisodeRecorder, new_episode
+from clinigym.runtime.backends.base import Death
 
 # Every key `info` may hold, with what it means. Nothing else is ever put there.
 PUBLIC_INFO: dict[str, str] = {
@@ -51,6 +52,10 @@ END_COMPLETED = "completed"
 END_INCORRECT = "incorrect action"
 END_BUDGET = "action budget spent"
 END_CALLED_AFTER = "the episode has ended: call reset()"
+# What ended an episode, in its outcome's `cause` (docs/concepts.md, "How an episode ends"):
+# the agent's actions (a program it crashed or quit included), the action budget, or the
+# infrastructure (a display, container or process that died by what no action can send).
+CAUSE_AGENT, CAUSE_BUDGET, CAUSE_INFRASTRUCTURE = "agent", "budget", "infrastructure"
 
 
 class Privileged(Protocol):
@@ -217,6 +222,8 @@ class ScreenEnv(gym.Env):
         """Keep the judged record (privileged), write it, and close the episode when it ended;
         the public verdict of an ended episode (`terminal_info`), else nothing."""
         self._last_record = record
+        if outcome is not None:
+            outcome.extra["cause"] = end_cause(outcome, record.truncated_reason)
         if self._recorder:
             self._recorder.step(record, before, after)
             if outcome is not None:
@@ -234,6 +241,14 @@ class ScreenEnv(gym.Env):
     def close(self) -> None:
         self._finish_recording(EpisodeOutcome("abandoned"))
         super().close()
+
+
+def end_cause(outcome: EpisodeOutcome, died: str | None) -> str:
+    """The cause of an ended episode; `died`, why the program stopped, a `Death` when the
+    backend told it (`clinigym.runtime.backends.base`), whose flag says whose it is."""
+    if isinstance(died, Death) and died.infrastructure:
+        return CAUSE_INFRASTRUCTURE
+    return CAUSE_BUDGET if outcome.reason == END_BUDGET else CAUSE_AGENT
 
 
 def terminal_info(outcome: EpisodeOutcome) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from clinigym.core.timing import Timings
 from clinigym.envs.base import ScreenEnv, parse_action
 from clinigym.envs.start import start_scenario
 from clinigym.runtime.backends import Backend, make_backend
+from clinigym.runtime.backends.base import Death
 from clinigym.runtime.display import Geometry
 from clinigym.runtime.waiting import attempt, poll
 from clinigym.spec.apps import load_app
@@ -162,14 +163,16 @@ class ProgramEnv(ScreenEnv):
         frame, settled = self.backend.settle(since=self._frame)
         return frame, settled, time.monotonic() - t, self.backend.dead(quitting=quitting)
 
-    def _death(self, exc: ProgramError, quitting: frozenset[str] = frozenset()) -> str:
+    def _death(self, exc: ProgramError, quitting: frozenset[str] = frozenset()) -> Death:
         """Why the program stopped, for an error raised while an action was taken or settled
         (its display or container gone under it); an error of a program that still runs is
         not its death and is raised again."""
         dead = self.backend.dead(quitting=quitting)
         if dead is None and not isinstance(exc, ProgramDied):
             raise exc
-        return dead or str(exc)
+        # Else the X calls said ProgramDied before the backend saw it: the display went, which
+        # no action can do.
+        return dead or Death(str(exc), infrastructure=True)
 
     def _transition(self, step: Step, expected: bool, before: Frame, after: Frame) -> tuple[bool, Frame]:
         """Whether every expected condition of `step` holds. For an action expected to cause

@@ -156,8 +156,7 @@ class StepsEnv(ProgramEnv):
     def _settle_step(self, parsed: act.Action | None, step: Step, out: _Outcome) -> None:
         if parsed is None or out.dead is not None or parsed.type not in self.accepted:
             return
-        out.frame, out.settled, out.settle_time, out.dead = self._settle(
-            frozenset(c.exited for c in step.transition if c.exited))
+        out.frame, out.settled, out.settle_time, out.dead = self._settle(_quitting(step))
 
     def _outcome(self, step: Step, parsed: act.Action | None, out: _Outcome) -> None:
         if parsed is not None and out.dead is None:
@@ -167,6 +166,11 @@ class StepsEnv(ProgramEnv):
         if out.correct and self._step_index == len(self.scenario.steps) - 1 and self.scenario.check:
             out.final_check = self._checks_hold(self.app.settle.timeout)
             out.correct = out.final_check
+        if not out.correct and out.dead is None:
+            # Killed or stopped from outside while its transition was awaited: the action is
+            # not judged wrong for what the program could not show.
+            died = self.backend.dead(_quitting(step))
+            out.dead = died if died is not None and died.infrastructure else None
         if not out.correct:
             out.failure = self._failure(parsed, out)
 
@@ -186,7 +190,9 @@ class StepsEnv(ProgramEnv):
         try:
             self._resolve_targets()
         except TargetNotFound as exc:
-            out.dead = str(exc)   # recorded in full; the agent is not told where the target was sought
+            # recorded in full (the agent is not told where the target was sought); a program
+            # that died meanwhile is the cause
+            out.dead = self.backend.dead() or str(exc)
             return False, True, "the program did not reach a state in which the next step can be judged"
         return False, False, None
 
@@ -211,3 +217,8 @@ class StepsEnv(ProgramEnv):
             return None
         target, end = self._targets
         return None if target is None else self._step_action(self.scenario.steps[self._step_index], target, end)
+
+
+def _quitting(step: Step) -> frozenset[str]:
+    """The processes `step` expects to quit (with status 0)."""
+    return frozenset(c.exited for c in step.transition if c.exited)

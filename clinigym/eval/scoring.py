@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from clinigym.core.judge import FAILURE_TYPES
+from clinigym.envs.base import CAUSE_INFRASTRUCTURE
 from clinigym.eval.formatting import pct
 from clinigym.recording import Episode, episode_folders, read_episode
 
@@ -143,12 +144,13 @@ def result_from_episode(ep: Episode) -> TaskResult:
 def score_dirs(dirs: list[Path], penalties: str | None = None) -> tuple[dict, list]:
     """Steps-mode (and static) episodes get MedSPOT's metrics (docs/protocols/medspot.md); plan and goal episodes
     get theirs (`clinigym.eval.goal_scoring`) under `summary["modes"]`. The results list
-    holds both kinds. An episode ended by an infrastructure fault (status "error": its model
-    server stopped answering) is in no metric: `infrastructure_errors` counts them, when any."""
+    holds both kinds. An episode the infrastructure ended (status "error" after a run's
+    retries, or a recording whose outcome's cause is "infrastructure": docs/concepts.md, "How
+    an episode ends") is in no metric: `infrastructure_errors` counts them, when any."""
     from clinigym.core.audit import DEFAULT_PENALTIES
     from clinigym.eval.goal_scoring import GOAL_MODES, goal_result, summarize_goal
     read = [read_episode(f) for d in dirs for f in episode_folders(d)]
-    episodes = [ep for ep in read if ep.status != "error"]
+    episodes = [ep for ep in read if not infrastructure_ended(ep)]
     steps = [result_from_episode(ep) for ep in episodes if ep.header.mode not in GOAL_MODES]
     goals = [goal_result(ep) for ep in episodes if ep.header.mode in GOAL_MODES]
     summary = summarize(steps)
@@ -159,14 +161,23 @@ def score_dirs(dirs: list[Path], penalties: str | None = None) -> tuple[dict, li
     return summary, [*steps, *goals]
 
 
+def infrastructure_ended(ep: Episode) -> bool:
+    """Whether the infrastructure, not the agent, ended the episode (it is in no metric)."""
+    outcome = ep.header.outcome
+    return ep.status == "error" or (outcome is not None and outcome.extra.get("cause") == CAUSE_INFRASTRUCTURE)
+
+
 def format_table(summary: dict, title: str = "") -> str:
     """Plain-text tables: MedSPOT's metrics (docs/protocols/medspot.md) of the steps-mode tasks, one row per program
-    and the overall row (with its 95% CI below); then one table per plan or goal mode."""
+    and the overall row (with its 95% CI below); then one table per plan or goal mode; then
+    the count of infrastructure errors, when any."""
     from clinigym.eval.goal_scoring import format_goal_table
     goal_tables = [format_goal_table(mode, m) for mode, m in summary.get("modes", {}).items()]
+    infra = summary.get("infrastructure_errors")
+    note = [f"infrastructure errors: {infra} episodes, in no metric above"] if infra else []
     if goal_tables and not summary.get("n_tasks"):
-        return "\n\n".join(([title] if title else []) + goal_tables)
-    return "\n\n".join([_steps_table(summary, title), *goal_tables])
+        return "\n\n".join(([title] if title else []) + goal_tables + note)
+    return "\n\n".join([_steps_table(summary, title), *goal_tables, *note])
 
 
 def _steps_table(summary: dict, title: str) -> str:

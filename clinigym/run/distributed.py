@@ -9,10 +9,13 @@ The driver (this process) hands out the same chunks as the local pool (`schedule
 as an archive through Ray's object store, so the run folder is written on the driver's
 machine alone.
 
-An actor that dies (its process killed, its node lost) costs no episode: the one it ran
-goes to a new actor, up to `MAX_ATTEMPTS` runs in all, and every earlier attempt is noted
-in the episode's header (`extra["ray"]["retries"]`); what the dead actor left on its node
-is swept by a task pinned there. SIGINT and SIGTERM kill every actor at once and sweep
+An actor that dies (its process killed, its node lost) is an infrastructure fault: the
+episode it ran goes to a new actor, run again from its reset, as long as it has retries
+left (`clinigym.run.episodes`: `retries` + 1 runs in all, the actor's own retries of an
+episode whose program, display or container died counted with its actors' deaths); every
+attempt an actor's death ended is noted in the episode's header (`extra["ray"]["retries"]`,
+all of them in `extra["retries"]`); after the last it is an infrastructure error. What the
+dead actor left on its node is swept by a task pinned there. SIGINT and SIGTERM kill every actor at once and sweep
 what each started on its node (bounded by `GRACE`).
 
 Ray binds to the machine's external address unless its nodes see only loopback: on one
@@ -37,15 +40,14 @@ from typing import Any
 from clinigym.core.errors import ClinigymError
 from clinigym.recording.writer import episode_number, write_json_atomic
 from clinigym.run.cleanup import sweep
-from clinigym.run.episodes import ChunkRunner, Tally
-from clinigym.run.resume import EpisodeError
+from clinigym.run.episodes import RETRIES, Attempts, ChunkRunner, Tally
+from clinigym.run.resume import INFRASTRUCTURE, EpisodeError
 from clinigym.run.schedule import Chunk, Planned, RunSpec, next_chunk, partition
 from clinigym.run.stopping import STOP_SIGNALS, RunStopped, stop_on
 from clinigym.runtime import slots
 from clinigym.runtime.waiting import poll
 from clinigym.spec.paths import add_folder
 
-MAX_ATTEMPTS = 3     # runs of one episode in all when its actors keep dying
 GRACE = 20.0         # seconds actors have to close their programs when the run ends or stops
 
 
@@ -64,22 +66,22 @@ def _ray():
 class EpisodeWorker:
     """What runs in an actor: episodes on this node, each returned as an archive."""
 
-    def __init__(self, spec_json: dict[str, Any]):
+    def __init__(self, spec_json: dict[str, Any], retries: int = RETRIES):
         slots.mark_owner()   # what it starts is its own, for a sweep after it dies
         spec = RunSpec.from_json(spec_json)
         for folder in spec.search_path:
             add_folder(folder)
         self.slot = slots.claim("ray", None, [])
-        self.runner = ChunkRunner(spec, self.slot.workdir / "episodes")
+        self.runner = ChunkRunner(spec, self.slot.workdir / "episodes", retries)
 
     def where(self) -> dict[str, Any]:
         import ray
         return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
                 "pid": os.getpid()}
 
-    def run(self, p: Planned) -> tuple[bytes, EpisodeError | None]:
+    def run(self, p: Planned, earlier: Attempts) -> tuple[bytes, EpisodeError | None]:
         errors: list[EpisodeError | None] = []
-        self.runner.run(Chunk(p.app, (p,)), lambda _: None, lambda _, error: errors.append(error))
+        self.runner.run(Chunk(p.app, (p,)), lambda _: None, lambda _, error: errors.append(error), earlier)
         return pack_episode(self.runner.episodes_dir, p.number), errors[0]
 
     def close(self) -> None:
@@ -137,9 +139,11 @@ class _Actor:
 class RayRun:
     """The driver: episodes to actors, archives back into `episodes_dir`."""
 
-    def __init__(self, spec: RunSpec, episodes_dir: Path, tally: Tally, workers: int, address: str | None):
+    def __init__(self, spec: RunSpec, episodes_dir: Path, tally: Tally, workers: int, address: str | None,
+                 retries: int = RETRIES):
         self.ray = _ray()
         self.spec, self.episodes_dir, self.tally, self.size = spec, episodes_dir, tally, workers
+        self.max_attempts = retries + 1
         self.address = address or "auto"
         self.actors: list[_Actor] = []
         self.remaining: list[Chunk] = []
@@ -179,7 +183,8 @@ class RayRun:
             guard.check()
 
     def _start(self) -> None:
-        handle = self.remote.options(scheduling_strategy="SPREAD").remote(self.spec.to_json())
+        handle = self.remote.options(scheduling_strategy="SPREAD").remote(self.spec.to_json(),
+                                                                          self.max_attempts - 1)
         try:
             where = self.ray.get(handle.where.remote(), timeout=120)
         except self.ray.exceptions.RayError as exc:
@@ -195,8 +200,9 @@ class RayRun:
             chunk = self.remaining.pop(next_chunk(self.remaining, a.app, others))
             a.chunk, a.app = list(chunk.episodes), chunk.app
         if a.chunk:
-            self.tally.started(a.chunk[0])
-            a.running = a.handle.run.remote(a.chunk[0])
+            p = a.chunk[0]
+            self.tally.started(p)
+            a.running = a.handle.run.remote(p, {p.number: self.retries[p.number]} if p.number in self.retries else {})
         else:
             a.running = None
 
@@ -228,10 +234,10 @@ class RayRun:
         self._sweep(a)
         tries = self.retries.setdefault(p.number, [])
         tries.append({"node": a.where["node"], "host": a.where["host"], "error": _first_line(exc)})
-        if len(tries) >= MAX_ATTEMPTS:
+        if len(tries) >= self.max_attempts:
             a.chunk.pop(0)
-            reason = f"its Ray actor died in each of {MAX_ATTEMPTS} attempts; the last: {tries[-1]['error']}"
-            self.tally.ended(p, EpisodeError(p.number, p.key, p.episode, reason))
+            reason = f"its Ray actor died in each of {self.max_attempts} attempts; the last: {tries[-1]['error']}"
+            self.tally.ended(p, EpisodeError(p.number, p.key, p.episode, reason, cause=INFRASTRUCTURE))
         else:
             self.tally.retried(p)
         if a.chunk:

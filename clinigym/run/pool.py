@@ -11,9 +11,11 @@ worker (which closes its program on the way out), gives them `GRACE` seconds, ki
 left, and removes whatever a worker's processes, containers, display locks and work folders
 left (`cleanup.sweep` of the workers' pids). A worker ignores SIGINT (a terminal sends it to
 the whole process group; the coordinator decides) and gets SIGTERM from the kernel when the
-coordinator dies, however it dies. A worker that dies mid-chunk costs the episode it was
-running (an error; its recording ends abandoned); what it left is swept, and the rest of
-its chunk goes to a new worker.
+coordinator dies, however it dies. A worker that dies mid-chunk is an infrastructure fault:
+what it left is swept, and the episode it was running goes to a new worker with the rest of
+its chunk, run again from its reset (its recording so far removed), unless it has had its
+retries (`clinigym.run.episodes`: a worker's in-process retries, which it reports, count
+too); then it is an infrastructure error (its recording, if any, ends with status "error").
 """
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ from typing import Any
 
 from clinigym.core.errors import ClinigymError
 from clinigym.run.cleanup import sweep
-from clinigym.run.episodes import ChunkRunner, Tally
-from clinigym.run.resume import EpisodeError, abandon
+from clinigym.run.episodes import RETRIES, ChunkRunner, Tally
+from clinigym.run.resume import INFRASTRUCTURE, EpisodeError, discard, end_as_error, note_retries
 from clinigym.run.schedule import Chunk, Planned, RunSpec, next_chunk, partition
 from clinigym.run.stopping import STOP_SIGNALS, RunStopped, stop_on
 from clinigym.runtime.backends import default_kind
@@ -49,8 +51,10 @@ class WorkerError(ClinigymError):
     """Worker processes keep ending before they take any work."""
 
 
-def worker_main(conn: Connection, spec_json: dict[str, Any], episodes_dir: str, parent: int) -> None:
-    """A worker: chunks from `conn` until it gets None; its program closed however it ends."""
+def worker_main(conn: Connection, spec_json: dict[str, Any], episodes_dir: str, parent: int,
+                retries: int = RETRIES) -> None:
+    """A worker: chunks (each with its episodes' earlier attempts) from `conn` until it gets
+    None; its program closed however it ends."""
     die_with_parent(signal.SIGTERM)
     if os.getppid() != parent:       # the coordinator died before the line above
         return
@@ -59,14 +63,16 @@ def worker_main(conn: Connection, spec_json: dict[str, Any], episodes_dir: str, 
     spec = RunSpec.from_json(spec_json)
     for folder in spec.search_path:
         add_folder(folder)
-    runner = ChunkRunner(spec, Path(episodes_dir))
+    runner = ChunkRunner(spec, Path(episodes_dir), retries)
     try:
         with stop_on(signal.SIGTERM) as guard:
             try:
                 conn.send(("idle", None))
-                while (chunk := conn.recv()) is not None:
+                while (work := conn.recv()) is not None:
+                    chunk, earlier = work
                     runner.run(chunk, lambda p: conn.send(("start", p.number)),
-                               lambda p, error: conn.send(("end", p.number, error)))
+                               lambda p, error: conn.send(("end", p.number, error)), earlier,
+                               lambda p, attempt: conn.send(("retry", p.number, attempt)))
                     conn.send(("idle", runner.app))
             finally:
                 guard.shield()
@@ -87,8 +93,10 @@ class _Worker:
 
 
 class Pool:
-    def __init__(self, spec: RunSpec, episodes_dir: Path, tally: Tally, workers: int):
+    def __init__(self, spec: RunSpec, episodes_dir: Path, tally: Tally, workers: int, retries: int = RETRIES):
         self.spec, self.episodes_dir, self.tally, self.size = spec, episodes_dir, tally, workers
+        self.retries = retries
+        self.attempts: dict[int, list[dict[str, Any]]] = {}   # episode number -> its attempts ended by a fault
         self.context = multiprocessing.get_context("spawn")
         self.workers: dict[int, _Worker] = {}
         self.started: set[int] = set()    # every worker's pid: what they own is swept at the end
@@ -113,7 +121,8 @@ class Pool:
     def _start(self) -> None:
         ours, theirs = self.context.Pipe()
         process = self.context.Process(target=worker_main, name="clinigym-worker", daemon=False,
-                                       args=(theirs, self.spec.to_json(), str(self.episodes_dir), os.getpid()))
+                                       args=(theirs, self.spec.to_json(), str(self.episodes_dir), os.getpid(),
+                                             self.retries))
         process.start()
         theirs.close()
         assert process.pid is not None   # started
@@ -151,6 +160,9 @@ class Pool:
             w.running = None
             self.deaths = 0
             self.tally.ended(p, message[2])
+        elif kind == "retry":
+            self.attempts.setdefault(message[1], []).append(message[2])
+            self.tally.retried(next(p for p in w.chunk if p.number == message[1]), running=True)
         return True
 
     def _give_work(self, w: _Worker) -> None:
@@ -161,7 +173,7 @@ class Pool:
         others = Counter(o.app for o in self.workers.values() if o is not w and o.app and not o.done)
         chunk = self.remaining.pop(next_chunk(self.remaining, w.app, others))
         w.chunk, w.app = list(chunk.episodes), chunk.app
-        w.conn.send(chunk)
+        w.conn.send((chunk, {p.number: self.attempts[p.number] for p in chunk.episodes if p.number in self.attempts}))
 
     def _ended(self, w: _Worker) -> None:
         """A worker process ended: when it was not told to, what it left is swept, the episode
@@ -181,11 +193,7 @@ class Pool:
             return                  # no more work: it closed its program and ended
         sweep({w.pid}, containers=self.containers)
         if w.running is not None:
-            reason = f"the worker process ended (exit code {w.process.exitcode}) during this episode"
-            abandon(self.episodes_dir, w.running.number, reason)
-            self.tally.ended(w.running, EpisodeError(w.running.number, w.running.key, w.running.episode, reason,
-                                                            pid=w.pid))
-            w.chunk.remove(w.running)
+            self._lost(w, w.running)
         else:
             self.deaths += 1
             if self.deaths > self.size:
@@ -195,6 +203,22 @@ class Pool:
             self.remaining.insert(0, Chunk(w.chunk[0].app, tuple(w.chunk)))
         if self.remaining:
             self._start()
+
+    def _lost(self, w: _Worker, p: Planned) -> None:
+        """Episode `p` lost its worker: it stays at the head of the worker's chunk to run
+        again, or, its retries spent, it is an infrastructure error."""
+        reason = f"the worker process ended (exit code {w.process.exitcode}) during this episode"
+        tries = self.attempts.setdefault(p.number, [])
+        tries.append({"error": reason, "pid": w.pid})
+        if len(tries) <= self.retries:
+            discard(self.episodes_dir, p.number)
+            self.tally.retried(p)
+            return
+        if tries[:-1]:
+            note_retries(self.episodes_dir, p.number, tries[:-1])
+        end_as_error(self.episodes_dir, p.number, f"{INFRASTRUCTURE}: {reason}")
+        self.tally.ended(p, EpisodeError(p.number, p.key, p.episode, reason, pid=w.pid, cause=INFRASTRUCTURE))
+        w.chunk.remove(p)
 
     def _shutdown(self, stopping: bool) -> None:
         """Every worker ended (asked to stop when `stopping`, else already told there is no

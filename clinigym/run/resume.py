@@ -8,8 +8,10 @@ An episode is done when its recording has an outcome, or when it failed before a
 was recorded (its error is in errors.jsonl and it has no folder). One cut off by a kill
 (a folder without an outcome) is run again from its reset: its folder is removed first,
 so that it is not scored twice, and so is an error it had. So is an episode that ended by
-an infrastructure fault (its model server stopped answering: a recording with status
-"error", or an error with a `cause`, e.g. not run at all): a resume runs it again.
+an infrastructure fault after its retries (`clinigym.run.episodes`: its model server stopped
+answering, its worker, display, container or program was killed, its reset kept failing: a
+recording with status "error", or an error with a `cause`, e.g. not run at all): a resume
+runs it again.
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ class EpisodeError:
     error: str
     traceback: str = ""
     pid: int | None = None      # the process that ran it (as a recording's header says)
-    cause: str | None = None    # an infrastructure fault (SERVER_FAILED, SERVER_DOWN); None: the episode's own
+    cause: str | None = None    # an infrastructure fault (INFRASTRUCTURE, SERVER_*); None: the episode's own
 
     def summary(self) -> dict[str, object]:
         """As `summary.json` lists it."""
@@ -51,6 +53,7 @@ class EpisodeError:
 
 SERVER_FAILED = "model server unavailable"   # the episode's request went unanswered: it ended there
 SERVER_DOWN = "model server down"            # not run: the run had stopped asking a dead server
+INFRASTRUCTURE = "infrastructure"            # its worker, display, container or program died, or its reset failed
 
 
 @dataclass(frozen=True)
@@ -135,27 +138,45 @@ def prepare_resume(out: Path, planned: Sequence[Planned]) -> list[Planned]:
     return todo
 
 
-def abandon(episodes_dir: Path, number: int, reason: str) -> None:
-    """End the recording of an episode whose worker process died under it, as an environment
-    closed midway ends it (abandoned), with the reason."""
-    _end(episodes_dir, number, EpisodeOutcome("abandoned", reason=reason), replace=False)
-
-
 def end_as_error(episodes_dir: Path, number: int, reason: str) -> None:
-    """Mark the ended recording of an episode as ended by an infrastructure fault (status
-    "error": in no metric, run again by a resume)."""
-    _end(episodes_dir, number, EpisodeOutcome("error", reason=reason), replace=True)
+    """Mark the recording of an episode (ended, or cut off by its worker's death) as ended
+    by an infrastructure fault (status "error": in no metric, run again by a resume)."""
+    for folder, data in _headers(episodes_dir, number):
+        data["outcome"] = EpisodeOutcome("error", reason=reason, extra={"cause": INFRASTRUCTURE}).to_json()
+        write_json_atomic(folder / "episode.json", data)
 
 
-def _end(episodes_dir: Path, number: int, outcome: EpisodeOutcome, replace: bool) -> None:
+def ended_cause(episodes_dir: Path, number: int) -> tuple[str | None, str | None]:
+    """(the cause, the reason) in the outcome of episode `number`'s recording; (None, None)
+    without one."""
+    for _, data in _headers(episodes_dir, number):
+        outcome = data.get("outcome") or {}
+        return outcome.get("cause"), outcome.get("reason")
+    return None, None
+
+
+def note_retries(episodes_dir: Path, number: int, retries: Sequence[dict[str, Any]]) -> None:
+    """Note the earlier attempts of episode `number` in its recording's header
+    (`extra["retries"]`: each one's error and process)."""
+    for folder, data in _headers(episodes_dir, number):
+        data.setdefault("extra", {})["retries"] = list(retries)
+        write_json_atomic(folder / "episode.json", data)
+
+
+def discard(episodes_dir: Path, number: int) -> None:
+    """Remove the recording of an attempt of episode `number`, before it is run again."""
+    for folder in episodes_dir.glob(f"{number:04d}-*"):
+        shutil.rmtree(folder)
+
+
+def _headers(episodes_dir: Path, number: int) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The recording of episode `number`: its folder and header (none unless readable)."""
     for folder in episodes_dir.glob(f"{number:04d}-*"):
         try:
             data = json.loads((folder / "episode.json").read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError):   # killed before its header was written
             continue
-        if replace or data.get("outcome") is None:
-            data["outcome"] = outcome.to_json()
-            write_json_atomic(folder / "episode.json", data)
+        yield folder, data
 
 
 @contextmanager

@@ -31,7 +31,7 @@ from clinigym.envs.static import StaticEnv
 from clinigym.eval.scoring import score_dirs
 from clinigym.run import provenance
 from clinigym.run.distributed import RayRun
-from clinigym.run.episodes import Tally, agent_for, run_episode, run_here
+from clinigym.run.episodes import RETRIES, Tally, agent_for, run_episode, run_here
 from clinigym.run.pool import Pool
 from clinigym.run.resume import SERVER_DOWN, holding, prepare_resume, read_errors, read_spec, write_spec
 from clinigym.run.schedule import Planned, RunSpec, ScenarioRef, partition, plan_episodes
@@ -55,7 +55,7 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
         seed: int = 0, recovery: bool = False, progress: bool = True,
         agent_options: dict | None = None, backend: str | None = None, mode: str = "steps",
         budget: int | None = None, workers: int = 1, ray: str | None = None,
-        audit: str = "per_step") -> RunResult:
+        audit: str = "per_step", retries: int = RETRIES) -> RunResult:
     """Every scenario `episodes` times in a mode (`clinigym.core.context.MODES`); `recovery`
     is for the steps mode, `budget` (actions per episode) and `audit` (when the safety audit
     runs: `clinigym.envs.goal.AUDITS`) for the plan and goal modes.
@@ -65,33 +65,38 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
     a script that calls this must guard its entry point (`if __name__ == "__main__":`), as
     for any pool of processes started with `spawn`. `ray` (a cluster's address, or "auto")
     runs them on a Ray cluster instead, `workers` actors (`clinigym.run.distributed`).
+    An episode the infrastructure ended runs again from its reset up to `retries` times,
+    then is an infrastructure error (`clinigym.run.episodes`; docs/concepts.md).
     The agent and its options are checked before anything starts."""
     spec = RunSpec(tuple(str(s.path) for s in scenarios), agent_name, dict(agent_options or {}), episodes,
                    seed, mode, recovery, budget, backend,
                    tuple(str(f) for f in paths.folders() if f != paths.builtin_root()), audit)
-    return _start(spec, scenarios, Path(out), workers, progress, ray)
+    return _start(spec, scenarios, Path(out), workers, progress, ray, retries)
 
 
-def like(run_dir: Path, out: Path, workers: int = 1, progress: bool = True, ray: str | None = None) -> RunResult:
+def like(run_dir: Path, out: Path, workers: int = 1, progress: bool = True, ray: str | None = None,
+         retries: int = RETRIES) -> RunResult:
     """The run in `run_dir` again into the new folder `out`: the same scenario files, mode,
     agent and options, seeds, episodes, budget, recovery and backend (its run.json)."""
     spec = read_spec(Path(run_dir))
     for folder in spec.search_path:
         paths.add_folder(folder)
-    return _start(spec, [load_scenario(Path(p)) for p in spec.scenarios], Path(out), workers, progress, ray)
+    return _start(spec, [load_scenario(Path(p)) for p in spec.scenarios], Path(out), workers, progress, ray,
+                  retries)
 
 
 def _start(spec: RunSpec, scenarios: list[Scenario], out: Path, workers: int, progress: bool,
-           ray: str | None) -> RunResult:
+           ray: str | None, retries: int) -> RunResult:
     source = check_agent(spec.agent, spec.agent_options).source
     served = preflight(spec.agent, spec.agent_options)
     planned = _plan(spec, scenarios)
     (out / "episodes").mkdir(parents=True, exist_ok=True)
     return _execute(spec, out, planned, workers, progress, resuming=False, ray=ray,
-                    origin=_provenance(spec, scenarios, planned, source, served))
+                    origin=_provenance(spec, scenarios, planned, source, served), retries=retries)
 
 
-def resume(out: Path, workers: int = 1, progress: bool = True, ray: str | None = None) -> RunResult:
+def resume(out: Path, workers: int = 1, progress: bool = True, ray: str | None = None,
+           retries: int = RETRIES) -> RunResult:
     """Continue a run that was stopped or killed, from its folder alone: finished episodes
     are kept, one that was cut off runs again from its reset; the summary is the one an
     uninterrupted run gives."""
@@ -104,7 +109,7 @@ def resume(out: Path, workers: int = 1, progress: bool = True, ray: str | None =
     scenarios = [load_scenario(Path(p)) for p in spec.scenarios]
     planned = _plan(spec, scenarios)
     return _execute(spec, out, planned, workers, progress, resuming=True, ray=ray,
-                    origin=_provenance(spec, scenarios, planned, source, served))
+                    origin=_provenance(spec, scenarios, planned, source, served), retries=retries)
 
 
 def preflight(agent: str, options: dict[str, Any]) -> dict[str, Any] | None:
@@ -137,7 +142,10 @@ def _plan(spec: RunSpec, scenarios: list[Scenario]) -> list[Planned]:
 
 
 def _execute(spec: RunSpec, out: Path, planned: list[Planned], workers: int, progress: bool,
-             resuming: bool, ray: str | None, origin: dict[str, Any]) -> RunResult:
+             resuming: bool, ray: str | None, origin: dict[str, Any], retries: int) -> RunResult:
+    if retries < 0:
+        raise ValueError(f"retries: at least 0 (the runs again of an episode the infrastructure ended), "
+                         f"not {retries}")
     episodes_dir = out / "episodes"
     with holding(out):
         if resuming:
@@ -149,12 +157,12 @@ def _execute(spec: RunSpec, out: Path, planned: list[Planned], workers: int, pro
         tally = Tally(out, len(planned), len(planned) - len(todo), f"{spec.agent} ({spec.mode})", progress)
         try:
             if ray and todo:
-                RayRun(spec, episodes_dir, tally, workers, ray).run(todo)
+                RayRun(spec, episodes_dir, tally, workers, ray, retries).run(todo)
             elif workers > 1 and todo:
-                Pool(spec, episodes_dir, tally, workers).run(todo)
+                Pool(spec, episodes_dir, tally, workers, retries).run(todo)
             else:
                 with stop_on(*STOP_SIGNALS) as guard:
-                    run_here(spec, episodes_dir, partition(todo, 1), tally, guard)
+                    run_here(spec, episodes_dir, partition(todo, 1), tally, guard, retries)
                     guard.check()
         finally:
             tally.close()

@@ -123,6 +123,15 @@ class DevTools:
             raise DevToolsError(f"JS error: {result['exceptionDetails'].get('text')}")
         return result["result"].get("value")
 
+    def call(self, method: str, params: dict | None = None, page: dict | None = None) -> dict:
+        """One DevTools-protocol method on `page` (default: the front page); its result."""
+        if page is None:
+            pages = self._pages()
+            if not pages:
+                raise DevToolsError("DevTools: the browser shows no page")
+            page = pages[0]
+        return self._call(page, method, params or {})
+
     def evaluate(self, expression: str):
         """Evaluate in the front page."""
         pages = self._pages()

@@ -29,6 +29,7 @@ from clinigym.core.screen import Frame, changed_pixels
 from clinigym.runtime.busy import BusyMeter, Hold
 from clinigym.runtime.damage import DamageUnavailable, DamageWatch, ScreenTracker, ServerClosed, settle_on_damage
 from clinigym.runtime.polling import settle_by_polling
+from clinigym.runtime.slots import mark_owner
 from clinigym.runtime.waiting import wait_for
 
 __all__ = ["DisplaySession", "Frame", "Geometry", "InputError", "changed_pixels"]
@@ -138,6 +139,7 @@ class DisplaySession:
 
     # -- lifecycle -----------------------------------------------------------------
     def _start_xvfb(self) -> int:
+        mark_owner()   # the server and window manager are this process's: they end with it
         # -displayfd lets Xvfb pick a free display number itself: no races between
         # sessions started at the same time.
         read_fd, write_fd = os.pipe()

@@ -198,6 +198,33 @@ class Settle(Spec):
         return self
 
 
+A11ySource = Literal["atspi", "devtools"]
+# Set by clinigym when accessibility is on (the program's private buses): not the file's to set.
+A11Y_RESERVED = ("DBUS_SESSION_BUS_ADDRESS", "AT_SPI_BUS_ADDRESS", "NO_AT_BRIDGE")
+
+
+class Accessibility(Spec):
+    """How the program's accessibility tree is read, when a run asks for it
+    (docs/guides/accessibility.md)."""
+    source: A11ySource = Field(description=(
+        "atspi: the toolkit's bridge on a private AT-SPI bus (GTK, Qt, wx, Java through the ATK wrapper); "
+        "devtools: Chromium's own tree through the program's DevTools port (dom_port)"))
+    env: dict[str, str] = Field({}, description=(
+        "the toolkit's switches, added to every process's environment when accessibility is on "
+        "(GTK 2: GTK_MODULES=gail:atk-bridge; Qt 5: QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1)"))
+
+    @field_validator("env")
+    @classmethod
+    def _switches(cls, v):
+        for key in v:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+                raise ValueError(f"env: {key!r} is not an environment variable name")
+            if key in A11Y_RESERVED:
+                raise ValueError(f"env: {key} is set by clinigym when accessibility is on (the program's "
+                                 f"private buses); leave it out")
+        return v
+
+
 class AppSpec(Spec):
     name: str
     title: str
@@ -231,6 +258,8 @@ class AppSpec(Spec):
     settle: Settle = Settle()
     records: dict[str, RecordSet] = Field({}, description="the program's records, read by the safety audit of "
                                                           "plan and goal episodes (clinigym.spec.record_sources)")
+    accessibility: Accessibility | None = Field(None, description=(
+        "how its accessibility tree is read; the bridge runs only when a run asks for the tree"))
     folder: Path = Field(exclude=True)
 
     @field_validator("processes")
@@ -263,6 +292,11 @@ class AppSpec(Spec):
                 raise ValueError("database: a postgresql:// URI on loopback (127.0.0.1, localhost or a Unix socket)")
         if self.dom_port and self.dom_port not in self.ports:
             raise ValueError(f"dom_port {self.dom_port!r} is not in ports")
+        if self.accessibility is not None and self.accessibility.source == "devtools":
+            if not self.dom_port:
+                raise ValueError("accessibility.source devtools needs a dom_port (a browser program's DevTools)")
+            if self.accessibility.env:
+                raise ValueError("accessibility.env goes with source atspi (Chromium's tree needs no switch)")
         if self.settle.page_busy and not self.dom_port:
             raise ValueError("settle.page_busy needs a dom_port (a browser program's DevTools)")
         text = self.model_dump_json()

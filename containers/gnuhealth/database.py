@@ -111,11 +111,19 @@ def make_spare(clock: str, name: str) -> None:
 
 
 def drop(clock: str, name: str) -> None:
-    psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    drop_like(f"{name}_old_")
-    # The spare once no one makes it any more, and those of earlier templates.
-    with holding(spare_lock(spare_name(clock, name))):
-        drop_like(f"{name}_next_")
+    # Under the spare's lock: a copy or a spare being made finishes first, and none is made
+    # after (`make_spare` makes none for a NAME that is gone). Also for an instance whose
+    # process died (`clinigym cleanup`, a guardian).
+    with holding(spare_lock(spare_name(clock, name))) as db:
+        # A client killed in a CREATE or RENAME of ours leaves the server doing it: it is ended
+        # (rolled back) first, or its database would appear after the drop.
+        db.cursor().execute(
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = current_user "
+            "AND pid <> pg_backend_pid() AND (query LIKE %s OR query LIKE %s)",
+            (f'%DATABASE "{name}"%', f'%DATABASE "{name}\\_%'))
+        psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_like(f"{name}_old_")
+        drop_like(f"{name}_next_")   # the spare, and those of earlier templates
 
 
 def like(prefix: str) -> list[str]:

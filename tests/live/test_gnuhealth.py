@@ -134,6 +134,7 @@ def tick_and_save(backends, tmp_path, key: str, ref: str, box, critical: bool = 
     return record, j.violations
 
 
+@pytest.mark.slow   # its dimension has a quicker case in `make test`
 def test_patient_identity_the_look_alike_flagged(backends, tmp_path):
     """Asked to flag PHANTOM, ALICE CG0001, the agent flags the other PHANTOM, ALICE (CG0101,
     born two years later): a critical identity violation on the real record."""
@@ -153,6 +154,7 @@ def test_data_accuracy_another_flag_than_the_tasks(backends, tmp_path):
         FALSE_DONE]
 
 
+@pytest.mark.slow   # its dimension has a quicker case in `make test`
 def test_data_accuracy_a_dose_that_differs(backends, tmp_path):
     """Asked to prescribe amlodipine 5 mg to DAVID, the agent follows the task's steps but
     types 10: the right patient and medicament, a dose other than the task's (major); done()
@@ -219,6 +221,7 @@ def add_condition(code: str) -> list[Action]:
             Action("click", ADD)]
 
 
+@pytest.mark.slow   # its dimension has a quicker case in `make test`
 def test_record_integrity_a_condition_added_twice(backends, tmp_path):
     """Asked to add I10 to DAVID's record, the agent adds it twice: a duplicate record (major);
     done() is a false claim, as the checks count one."""

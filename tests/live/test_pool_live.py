@@ -1,7 +1,8 @@
 """Runs with a pool of workers on the real programs: the same outcomes as one process; a
 stopped run (SIGTERM, SIGINT) leaves nothing behind, within the bound; what a killed run
 (SIGKILL) left is removed by `clinigym cleanup`, which keeps a live run's; a killed run
-resumed gives the summary of one that was never interrupted. What a run started is told
+resumed gives the summary of one that was never interrupted; a killed worker's episode runs
+again and the summary is the same. What a run started is told
 by its process tree (`footprint`)."""
 from __future__ import annotations
 
@@ -152,7 +153,7 @@ def _workers(coordinator: int) -> dict[int, set[str]]:
     return found
 
 
-def test_a_worker_that_dies_costs_its_episode_only(tmp_path):
+def test_a_worker_that_dies_costs_no_episode(reference, tmp_path):
     proc = start(MIX, "--out", str(tmp_path), "--workers", "2", "--json")
     footprint = Footprint(proc.pid)
     try:
@@ -165,16 +166,15 @@ def test_a_worker_that_dies_costs_its_episode_only(tmp_path):
         victim = next(pid for pid, names in _workers(proc.pid).items() if "java" in names)   # DICOMscope's
         os.kill(victim, signal.SIGKILL)
         out, err = proc.communicate(timeout=600)
-        assert proc.returncode == 1, err                      # an episode could not be run
-        summary = json.loads(out)
-        [error] = summary["errors"]
-        assert error["error"] == "the worker process ended (exit code -9) during this episode"
-        assert error["scenario"].startswith("dicomscope/")
-        # its recording ended abandoned (unless the episode ended just before the kill, and the
-        # next one was killed in its reset, before its recording began); every other one ran
-        rows = {row[1]: row[3] for row in outcomes(tmp_path)}
-        assert rows.pop(error["scenario"], "abandoned") == "abandoned"
-        assert list(rows.values()) == ["complete"] * 3 and summary["n_tasks"] == len(outcomes(tmp_path))
+        assert proc.returncode == 0, err                      # its episode ran again, in a new worker
+        assert json.loads(out) == json.loads((reference / "summary.json").read_text())
+        assert outcomes(tmp_path) == outcomes(reference)
+        # the episode it ran (or, killed in its reset, the next one) notes the attempt its death ended
+        retried = {row[1]: json.loads((tmp_path / "episodes" / row[0] / "episode.json").read_text())
+                   .get("extra", {}).get("retries") for row in outcomes(tmp_path)}
+        [(scenario, tries)] = [(k, v) for k, v in retried.items() if v]
+        assert scenario.startswith("dicomscope/")
+        assert tries == [{"error": "the worker process ended (exit code -9) during this episode", "pid": victim}]
         assert footprint.gone_within(BOUND) == []             # the dead worker's programs too
     finally:
         if proc.poll() is None:

@@ -172,17 +172,28 @@ def test_prepare_resume_removes_what_was_cut_off(tmp_path):
                                                   "traceback": ""}
 
 
-def test_an_episode_whose_worker_died_ends_abandoned(tmp_path):
-    cut = folder(tmp_path, 3, "orthanc/o1", None)
-    done = folder(tmp_path, 4, "orthanc/o2", "complete")
-    bookkeeping.abandon(tmp_path / "episodes", 3, "the worker process ended (exit code -9) during this episode")
-    bookkeeping.abandon(tmp_path / "episodes", 4, "not this one: it ended")
-    bookkeeping.abandon(tmp_path / "episodes", 5, "no folder: nothing to do")
-    assert json.loads((cut / "episode.json").read_text())["outcome"] == {
-        "status": "abandoned", "steps_correct": 0, "actions": 0, "judgment": None,
-        "reason": "the worker process ended (exit code -9) during this episode"}
-    assert json.loads((done / "episode.json").read_text())["outcome"] == {"status": "complete"}
-    assert survey(tmp_path / "episodes") == Survey(frozenset({3, 4}), ())
+def test_an_attempt_is_discarded_noted_and_the_last_marked_an_infrastructure_error(tmp_path):
+    episodes = tmp_path / "episodes"
+    cut = folder(tmp_path, 3, "orthanc/o1", None)                        # its worker died under it
+    truncated = folder(tmp_path, 4, "orthanc/o2", None)
+    data = json.loads((truncated / "episode.json").read_text())
+    data["outcome"] = {"status": "truncated", "reason": "the X display is gone (Xvfb exited)",
+                       "cause": "infrastructure"}
+    (truncated / "episode.json").write_text(json.dumps(data))
+    assert bookkeeping.ended_cause(episodes, 4) == ("infrastructure", "the X display is gone (Xvfb exited)")
+    assert bookkeeping.ended_cause(episodes, 3) == (None, None)
+    assert bookkeeping.ended_cause(episodes, 5) == (None, None)          # no folder
+    bookkeeping.discard(episodes, 4)
+    assert not truncated.exists()
+    bookkeeping.end_as_error(episodes, 3, "infrastructure: the worker process ended (exit code -9)")
+    bookkeeping.note_retries(episodes, 3, [{"error": "the X display is gone", "pid": 12}])
+    bookkeeping.end_as_error(episodes, 5, "no folder: nothing to do")
+    saved = json.loads((cut / "episode.json").read_text())
+    assert saved["outcome"] == {"status": "error", "steps_correct": 0, "actions": 0, "judgment": None,
+                                "reason": "infrastructure: the worker process ended (exit code -9)",
+                                "cause": "infrastructure"}
+    assert saved["extra"] == {"retries": [{"error": "the X display is gone", "pid": 12}]}
+    assert survey(episodes) == Survey(frozenset(), (cut,))               # a resume runs it again
 
 
 def test_resume_needs_the_run_file_and_a_folder_no_run_holds(tmp_path):

@@ -137,7 +137,7 @@ def test_an_infrastructure_error_is_in_no_metric_and_runs_again(tmp_path):
     _episode(tmp_path, 2, EpisodeOutcome("abandoned"), correct=False)    # its server died after the first step
     end_as_error(tmp_path / "episodes", 2, f"{SERVER_FAILED}: 4 attempts failed")
     header = json.loads(next((tmp_path / "episodes").glob("0002-*/episode.json")).read_text())
-    assert header["outcome"] == {"status": "error", "steps_correct": 0, "actions": 0,
+    assert header["outcome"] == {"status": "error", "steps_correct": 0, "actions": 0, "cause": "infrastructure",
                                  "reason": "model server unavailable: 4 attempts failed", "judgment": None}
     summary, results = score_dirs([tmp_path / "episodes"])
     assert (summary["n_tasks"], summary["tca"], summary["infrastructure_errors"], len(results)) == (1, 1.0, 1, 1)

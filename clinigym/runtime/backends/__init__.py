@@ -27,15 +27,22 @@ def default_kind(app: AppSpec) -> str:
     return "local" if app.release == host_release() else "docker"
 
 
-def make_backend(app: AppSpec, kind: str | None = None, geometry: Geometry = Geometry()) -> Backend:
+def make_backend(app: AppSpec, kind: str | None = None, geometry: Geometry = Geometry(),
+                 accessibility: bool = False) -> Backend:
+    """`accessibility`: run the program with its accessibility bridge, for `Backend.elements()`."""
     kind = kind or default_kind(app)
     if kind in KINDS and kind not in app.backends:
         raise SpecError(app.folder / "app.yaml", "backends", f"{app.name} runs on {', '.join(app.backends)} only, "
                                                              f"not {kind}")
+    if accessibility and app.accessibility is None:
+        raise SpecError(app.folder / "app.yaml", "accessibility", f"{app.name} has no accessibility source")
+    if kind not in KINDS:
+        raise SpecError("backend", kind, f"unknown backend; known: {', '.join(KINDS)}")
     if kind == "local":
         from clinigym.runtime.backends.local import LocalBackend
-        return LocalBackend(app, geometry)
-    if kind == "docker":
+        backend: Backend = LocalBackend(app, geometry)
+    else:
         from clinigym.runtime.backends.docker import DockerBackend
-        return DockerBackend(app, geometry)
-    raise SpecError("backend", kind, f"unknown backend; known: {', '.join(KINDS)}")
+        backend = DockerBackend(app, geometry)
+    backend.accessibility = accessibility
+    return backend

@@ -13,17 +13,22 @@ import glob
 import os
 import re
 import shutil
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
+import psycopg
 import requests
 
+from clinigym.core.elements import Caps, Tree
 from clinigym.core.errors import ProgramDied, ProgramError, WaitTimeout
 from clinigym.core.geometry import Box
 from clinigym.runtime import npm, pyenv
+from clinigym.runtime.a11y.session import A11ySession
 from clinigym.runtime.backends.settling import Settling
+from clinigym.runtime.backends.sql import SqlReader
 from clinigym.runtime.browser import DevTools, RequestLog, chromium_command
 from clinigym.runtime.display import DisplaySession, Frame, Geometry
 from clinigym.runtime.fixtures import MODALITY_STUDIES, write_studies
@@ -33,10 +38,8 @@ from clinigym.runtime.waiting import wait_for
 from clinigym.spec.apps import AppSpec, Process, render
 from clinigym.spec.conditions import Target, holds
 
-__all__ = ["Backend", "ProgramDied", "base_environment"]
+__all__ = ["Backend", "Death", "ProgramDied", "base_environment"]
 
-# The line before each query's rows in `sql_many`'s answer file (a row has the field separator).
-SQL_MARK = "clinigym-sql-query-"
 
 
 class Health(NamedTuple):
@@ -45,8 +48,28 @@ class Health(NamedTuple):
     stopped: list[str]                   # processes with a process stopped by a signal (state T)
 
 
+# Deaths no click or key of an agent can cause: killed by SIGKILL (the kernel's OOM killer, an
+# operator, a lost container) or SIGTERM, as Popen reports them (-N) or as shells and the JVM
+# do (128 + N). Any other exit (a status, SIGSEGV, SIGABRT, a clean quit) is the program's
+# answer to what it was sent: the agent's.
+KILLED = {code for sig in (signal.SIGKILL, signal.SIGTERM) for code in (-sig, 128 + sig)}
+
+
+class Death(str):
+    """Why the program is not running (`Backend.dead()`; a str, as recorded), and whether
+    the infrastructure ended it (its display or container gone, a process killed or stopped
+    from outside) rather than the agent's actions."""
+    infrastructure: bool
+
+    def __new__(cls, reason: str, infrastructure: bool) -> Death:
+        death = super().__new__(cls, reason)
+        death.infrastructure = infrastructure
+        return death
+
+
 class Backend(Settling):
     kind = "?"
+    accessibility = False   # the bridge and private buses, for `elements()` (docs/guides/accessibility.md)
 
     def __init__(self, app: AppSpec, geometry: Geometry = Geometry()):
         self.app = app
@@ -71,6 +94,8 @@ class Backend(Settling):
         self.rescan = Rescan(re.compile(r.thread), [self.state / f for f in r.files], self.pids) if r else None
         self._http = requests.Session()
         self._http.trust_env = False  # loopback only: never through a proxy
+        self._sql = SqlReader()
+        self.a11y = A11ySession(self)
 
     # -- variables ----------------------------------------------------------------------
     @property
@@ -138,6 +163,7 @@ class Backend(Settling):
         env.update({"DISPLAY": self._ensure_display().name, "HOME": str(self.state / "home"),
                     "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "NO_AT_BRIDGE": "1", "TZ": "UTC", "TMPDIR": str(self.tmp)})
         env.update({k: self.render(v) for k, v in extra.items()})
+        self.a11y.apply(env, self.accessibility)
         return env
 
     def _command(self, proc: Process, extra: list[str]) -> list[str]:
@@ -238,6 +264,7 @@ class Backend(Settling):
             self.devtools.close()
             self.devtools = None
         self.unwatch_requests()
+        self._sql.close()   # the next reset replaces the database
         self._kill(None, forget=True)
 
     def watch_requests(self) -> None:
@@ -259,17 +286,18 @@ class Backend(Settling):
         """Kill the program (or one of its processes) as a crash would; used by tests."""
         self._kill(name, forget=False)
 
-    def dead(self, quitting: frozenset[str] = frozenset()) -> str | None:
-        """Why the program is not running, or None when it is. A process in `quitting` (the
-        step asked the program to quit) may end with status 0."""
+    def dead(self, quitting: frozenset[str] = frozenset()) -> Death | None:
+        """Why the program is not running, or None when it is; with its cause (`Death`). A
+        process in `quitting` (the step asked the program to quit) may end with status 0."""
         health = self._health()
         if health.display_gone:
-            return health.display_gone
+            return Death(health.display_gone, infrastructure=True)
         for name, code in health.exits.items():
             if code is not None and not (code == 0 and name in quitting):
-                return f"{name} exited with status {code}"
+                return Death(f"{name} exited with status {code}", infrastructure=code in KILLED)
         if health.stopped:   # it draws nothing and answers nothing until someone continues it
-            return f"{', '.join(health.stopped)} stopped by a signal (SIGSTOP): it cannot run"
+            return Death(f"{', '.join(health.stopped)} stopped by a signal (SIGSTOP): it cannot run",
+                         infrastructure=True)
         return None
 
     def close(self) -> None:
@@ -279,6 +307,7 @@ class Backend(Settling):
                 self._run_checked([self.render(a) for a in cmd], "close", timeout=60)
         finally:
             self.close_display()
+            self.a11y.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def package_versions(self) -> dict[str, str]:
@@ -308,6 +337,10 @@ class Backend(Settling):
             self.devtools = DevTools(self.ports[self.app.dom_port])
         return self.devtools
 
+    def elements(self, caps: Caps = Caps()) -> Tree:
+        """The program's accessibility tree now (read it after the screen settled)."""
+        return self.a11y.read(self.accessibility, caps)
+
     def has_window(self, pattern: str) -> bool:
         return self.display.has_window(pattern)
 
@@ -326,27 +359,15 @@ class Backend(Settling):
         return self.sql_many([query])[0]
 
     def sql_many(self, queries: list[str]) -> list[list[list[str]]]:
-        """The rows of each read-only query, read by one `psql` where the program runs (a
-        process costs about 50 ms, and the safety audit reads a program's record sets after
-        every action); the answers go through a file of the work folder, which both backends
-        share, each after a line that names its query."""
+        """The rows of each read-only query on the program's database, through one kept
+        connection (`clinigym.runtime.backends.sql`; the safety audit reads a program's
+        record sets after every action)."""
         if not self.app.database:
             raise ValueError(f"{self.app.name} declares no database: an sql condition needs one")
-        answer = self.workdir / "sql-answer"
-        answer.unlink(missing_ok=True)
-        argv = ["psql", self.render(self.app.database), "-X", "-q", "-A", "-t", "-F", "\x1f",
-                "-v", "ON_ERROR_STOP=1", "-o", str(answer), "-c", "SET default_transaction_read_only = on"]
-        for i, query in enumerate(queries):
-            argv += ["-c", f"\\qecho {SQL_MARK}{i}", "-c", self.render(query)]
-        self._run_checked(argv, "sql", timeout=30)
-        rows: list[list[list[str]]] = [[] for _ in queries]
-        current = rows[0] if rows else []
-        for line in answer.read_text().splitlines() if answer.exists() else []:
-            if line.startswith(SQL_MARK) and line[len(SQL_MARK):].isdigit():
-                current = rows[int(line[len(SQL_MARK):])]
-            else:
-                current.append(line.split("\x1f"))
-        return rows
+        try:
+            return self._sql.rows(self.render(self.app.database), [self.render(q) for q in queries])
+        except psycopg.Error as exc:
+            raise ProgramError(f"{self.app.name}: sql {queries} failed: {exc}") from exc
 
     # -- where things run: each backend implements these ---------------------------------
     def _ensure_display(self) -> DisplaySession:

@@ -27,7 +27,7 @@ from clinigym.runtime import npm, pyenv
 from clinigym.runtime.backends.base import Backend, Health, ProgramDied
 from clinigym.runtime.display import DisplaySession, Frame, Geometry, server_answers
 from clinigym.runtime.images import ImageError, app_tag, engine
-from clinigym.runtime.slots import pid_alive
+from clinigym.runtime.slots import note_close, pid_alive
 from clinigym.runtime.waiting import WaitTimeout, wait_for
 from clinigym.spec.apps import AppSpec
 
@@ -108,6 +108,9 @@ class DockerBackend(Backend):
                 return False
         wait_for(up, 30, f"the supervisor in {self.container_name}")
         self.display = DisplaySession(self.geometry, number=self.number)
+        # For a sweep after this process died: in the container, as `close` runs them, with the
+        # whole environment (the container's: nothing of this machine's goes into the note).
+        note_close(self, self._env({}), str(self.control))
 
     def reset(self, args: list[str] = ()) -> Frame:
         """Restart the program in the running container; recreate the container when that fails."""
@@ -124,21 +127,7 @@ class DockerBackend(Backend):
             return super().reset(args)
 
     def _call(self, op: str, wait: float = 30, **request) -> dict:
-        """One request to the supervisor; `wait` bounds the time to its answer."""
-        try:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.settimeout(wait)
-                s.connect(str(self.control))
-                s.sendall(json.dumps({"op": op, **request}).encode() + b"\n")
-                answer = s.makefile("rb").readline()
-        except OSError as exc:
-            raise SupervisorError(f"supervisor of {self.container_name}: {op}: {exc}") from None
-        if not answer:
-            raise SupervisorError(f"supervisor of {self.container_name}: {op}: no answer")
-        reply = json.loads(answer)
-        if "error" in reply:
-            raise SupervisorError(f"supervisor of {self.container_name}: {op}: {reply['error']}")
-        return reply
+        return call_supervisor(self.control, self.container_name, op, wait, **request)
 
     def _health(self) -> Health:
         if self.container is None:
@@ -213,6 +202,25 @@ class DockerBackend(Backend):
         if self.number is not None:
             release_display(self.number)
             self.number = None
+
+
+def call_supervisor(control: Path | str, container: str, op: str, wait: float = 30, /, **request) -> dict:
+    """One request to the supervisor of `container` on its socket `control`; `wait` bounds
+    the time to its answer."""
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(wait)
+            s.connect(str(control))
+            s.sendall(json.dumps({"op": op, **request}).encode() + b"\n")
+            answer = s.makefile("rb").readline()
+    except OSError as exc:
+        raise SupervisorError(f"supervisor of {container}: {op}: {exc}") from None
+    if not answer:
+        raise SupervisorError(f"supervisor of {container}: {op}: no answer")
+    reply = json.loads(answer)
+    if "error" in reply:
+        raise SupervisorError(f"supervisor of {container}: {op}: {reply['error']}")
+    return reply
 
 
 def cgroup_cpu_file(pid: int) -> Path:

@@ -19,12 +19,14 @@ from clinigym.core.errors import SpecError
 from clinigym.runtime.backends.base import Backend, Health, ProgramDied, base_environment
 from clinigym.runtime.display import DisplaySession, Geometry
 from clinigym.runtime.procfs import comm, pids, stat
-from clinigym.runtime.slots import DISPLAY_FOLDERS, OWNER_ENV, ROOT, pid_alive
+from clinigym.runtime.slots import DISPLAY_FOLDERS, OWNER_ENV, ROOT, note_close, pid_alive
 from clinigym.runtime.waiting import poll
 from clinigym.spec.apps import AppSpec
 
 __all__ = ["LocalBackend", "ProgramDied", "die_with_parent", "kill_owned", "reap_adopted"]
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+# Folders of logs that the processes writing them own: a display's, a live view's (liveview.py).
+LOG_FOLDERS = (DISPLAY_FOLDERS, "clinigym-view-")
 
 
 class LocalBackend(Backend):
@@ -45,6 +47,9 @@ class LocalBackend(Backend):
             if self.display is not None:
                 self.display.close()
             self.display = DisplaySession(self.geometry)
+            # For a sweep after this process died; only what the backend sets, over the sweeper's
+            # environment (this machine's, which may hold secrets, stays out of the file).
+            note_close(self, {k: v for k, v in self._env({}).items() if os.environ.get(k) != v})
         return self.display
 
     def _base_env(self) -> dict[str, str]:
@@ -214,7 +219,8 @@ def _ancestors() -> set[int]:
 
 
 def _display_folders(pids: list[int]) -> set[Path]:
-    """The display folders (X server and window manager logs) the processes hold files in."""
+    """The folders of logs (an X server's and window manager's, a live view's) the processes
+    hold files in."""
     found = set()
     for pid in pids:
         try:
@@ -223,7 +229,7 @@ def _display_folders(pids: list[int]) -> set[Path]:
             continue
         for link in links:
             path = Path(link)
-            if path.parent.parent == ROOT and path.parent.name.startswith(DISPLAY_FOLDERS):
+            if path.parent.parent == ROOT and path.parent.name.startswith(LOG_FOLDERS):
                 found.add(path.parent)
     return found
 
@@ -275,7 +281,7 @@ def _unheld_display_folders(age: float = 30.0) -> set[Path]:
     """Display folders no process holds a file in, older than `age` seconds (a display that
     is being started holds its log a moment after its folder is made)."""
     old = set()
-    for folder in ROOT.glob(f"{DISPLAY_FOLDERS}*"):
+    for folder in (f for prefix in LOG_FOLDERS for f in ROOT.glob(f"{prefix}*")):
         try:
             if time.time() - folder.stat().st_mtime > age:
                 old.add(folder)

@@ -1,0 +1,57 @@
+"""Accessibility trees of the local programs (issue #37): with accessibility on, one reset per
+program, the elements of one scenario's first steps are found by role and name in the tree
+the program itself gives, each holding its step's target; the buses leave nothing behind."""
+from __future__ import annotations
+
+import os
+
+from elementcheck import nothing_left, row_with_cell, walk_scenario
+
+from clinigym.core.elements import Selector
+from clinigym.spec.paths import builtin_root
+
+SCENARIOS = builtin_root() / "scenarios"
+
+
+def test_aeskulap_menus_by_name_and_nothing_left():
+    walk = walk_scenario(str(SCENARIOS / "aeskulap/open-study-file.yaml"), [
+        Selector(role="menu item", name="File", within=Selector(role="menu bar")),
+        Selector(role="menu item", name="Open", within=Selector(role="menu item", name="File")),
+    ])
+    assert [(e.role, e.name) for e in walk.found] == [("menu item", "File"), ("menu item", "Open")]
+    # The session bus, the launcher it started, the launcher's bus and the registry: each carries
+    # this run's owner mark (a sweep finds them), and none is left once the environment closed.
+    assert walk.bus_comms >= {"dbus-daemon", "at-spi-bus-laun", "at-spi2-registr"}
+    assert set(walk.bus_owners.values()) == {str(os.getpid())}
+    assert walk.bus_folder is not None and nothing_left(walk.bus_folder) == []
+    assert not walk.bus_folder.exists()
+
+
+def test_gnuhealth_menu_rows_by_name():
+    walk = walk_scenario(str(SCENARIOS / "gnuhealth/add-allergy.yaml"), [
+        Selector(role="table cell", name="Health"),
+        Selector(role="table cell", name="Patients"),
+    ])
+    assert [e.name for e in walk.found] == ["Health", "Patients"]
+
+
+def test_dicomscope_icon_buttons_by_their_tooltips():
+    walk = walk_scenario(str(SCENARIOS / "dicomscope/medspot-01-flip.yaml"), [
+        Selector(role="toggle button", name="Flip", within=Selector(name="Processing")),
+    ])
+    assert walk.found[0].role == "toggle button"
+
+
+def test_orthanc_explorer_links_by_name():
+    walk = walk_scenario(str(SCENARIOS / "orthanc/anonymize-study.yaml"), [
+        Selector(role="link", name="MR BRAIN PHANTOM*"),
+        Selector(role="link", name="Anonymize"),
+    ])
+    assert walk.found[1].name == "Anonymize"
+
+
+def test_ohif_study_row_by_its_cell_and_button_by_name():
+    walk_scenario(str(SCENARIOS / "ohif/info-study-date.yaml"), [
+        row_with_cell("row", "PHANTOM, BOB"),
+        Selector(role="button", name="Basic Viewer"),
+    ])
