@@ -6,9 +6,11 @@ PYTHON ?= /usr/bin/python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMPS := .stamps
-# The display stack (and `ip`, for programs started in a network namespace of their own);
-# each program's own packages come from containers/*/app.yaml.
-BASE_PACKAGES := python3 python3-venv xvfb x11-utils openbox x11vnc fonts-dejavu-core procps iproute2
+# The display stack (and `ip`, for programs started in a network namespace of their own), the
+# private D-Bus and AT-SPI buses of accessibility trees; each program's own packages come from
+# containers/*/app.yaml.
+BASE_PACKAGES := python3 python3-venv xvfb x11-utils openbox x11vnc fonts-dejavu-core procps iproute2 \
+  dbus at-spi2-core
 # The Docker backend: the engine, base images by debootstrap, the live view (noVNC).
 DOCKER_PACKAGES := docker.io debootstrap novnc websockify
 APT := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends

@@ -22,7 +22,7 @@ from PIL import Image
 from clinigym.core import actions as act
 from clinigym.core import judge
 from clinigym.core.context import AgentContext
-from clinigym.core.errors import ProgramDied, ProgramError
+from clinigym.core.errors import ProgramDied, ProgramError, SpecError
 from clinigym.core.geometry import Box, Coordinates
 from clinigym.core.recording_schema import EpisodeHeader
 from clinigym.core.screen import Frame
@@ -89,11 +89,21 @@ class ProgramEnv(ScreenEnv):
         with timings.phase("reset"):
             try:
                 frame = start_scenario(self.backend, self.scenario)
-            except ProgramError as exc:
-                # Self-healing: one more try from a new display and fresh processes.
+            except SpecError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - not only ProgramError: Xlib fails with a bare
+                # assertion on a display killed meanwhile. Self-healing: one more try from a new
+                # display and fresh processes.
                 retry = f"{type(exc).__name__}: {exc}"
                 self.backend.close_display()
-                frame = start_scenario(self.backend, self.scenario)
+                try:
+                    frame = start_scenario(self.backend, self.scenario)
+                except (ProgramError, SpecError):
+                    raise
+                except Exception as again:
+                    # No action was taken yet: a start that failed twice is the infrastructure's.
+                    raise ProgramError(f"the start failed twice: {retry}; then "
+                                       f"{type(again).__name__}: {again}") from again
         return frame, retry
 
     def _started(self, frame: Frame, seed: int | None, retry: str | None, timings: Timings,
