@@ -192,8 +192,10 @@ class ChunkRunner:
         return env
 
     def close(self) -> None:
-        """Close the program instance (again, if a stop cut off the first close)."""
-        self._close_env()
+        """Close the program instance. An environment still open here was cut off by a stop:
+        it is dropped unclosed, so that its episode keeps no outcome (closing would record it
+        abandoned) and a resume runs it again."""
+        self.current = None
         if self.backend is not None:
             self.backend.close()
             self.backend, self.app = None, None
