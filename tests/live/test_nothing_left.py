@@ -262,22 +262,29 @@ GNUHEALTH_SCRIPT = """
 import sys
 from clinigym.runtime.backends import make_backend
 from clinigym.spec.apps import load_app
-backend = make_backend(load_app("gnuhealth"), "local")
+backend = make_backend(load_app("gnuhealth"), sys.argv[1])
 backend.reset()
 print("reset", flush=True)
 sys.stdin.read()
 """
 
 
+def gnuhealth_reset(tmp_path: Path, backend: str) -> tuple[subprocess.Popen, Watch]:
+    """A script that resets GNU Health on `backend` and waits: its process and what it made
+    (its databases among them)."""
+    (tmp_path / "script.py").write_text(GNUHEALTH_SCRIPT)
+    proc = start([PY, "script.py", backend], tmp_path)
+    watch = Watch(proc.pid)
+    assert proc.stdout.readline().strip() == "reset", proc.stdout.read()
+    watch.look()
+    assert watch.gnuhealth_ports and _gnuhealth_databases(watch.gnuhealth_ports), watch
+    return proc, watch
+
+
 @pytest.mark.slow
 def test_cleanup_after_sigkill_removes_databases(tmp_path):
-    (tmp_path / "script.py").write_text(GNUHEALTH_SCRIPT)
-    proc = start([PY, "script.py"], tmp_path)
-    watch = Watch(proc.pid)
+    proc, watch = gnuhealth_reset(tmp_path, "local")
     try:
-        assert proc.stdout.readline().strip() == "reset", proc.stdout.read()
-        watch.look()
-        assert watch.gnuhealth_ports and _gnuhealth_databases(watch.gnuhealth_ports), watch
         guardians = [p for p in _descendants(proc.pid) if p != proc.pid and "guardian.py" in
                      Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
         assert len(guardians) == 1, guardians
