@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))
-from test_nothing_left import gnuhealth_reset, script_ends  # noqa: E402
+from test_nothing_left import gnuhealth_reset, kill_script, script_ends  # noqa: E402
 
 
 @pytest.mark.parametrize("how", ["raise", "kill"])
@@ -22,12 +22,5 @@ def test_a_script_that_ends_unclosed_leaves_no_container(tmp_path, how):
 @pytest.mark.slow
 def test_a_killed_gnuhealth_container_leaves_no_database(tmp_path):
     proc, watch = gnuhealth_reset(tmp_path, "docker")
-    try:
-        proc.kill()
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-        proc.stdin.close()
+    kill_script(proc)
     watch.nothing_left(docker=True, timeout=30)

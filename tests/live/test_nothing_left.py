@@ -281,6 +281,15 @@ def gnuhealth_reset(tmp_path: Path, backend: str) -> tuple[subprocess.Popen, Wat
     return proc, watch
 
 
+def kill_script(proc: subprocess.Popen) -> None:
+    """SIGKILL to a test's script (however the test went), its pipes closed."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(10)
+    proc.stdout.close()
+    proc.stdin.close()
+
+
 @pytest.mark.slow
 def test_cleanup_after_sigkill_removes_databases(tmp_path):
     proc, watch = gnuhealth_reset(tmp_path, "local")
@@ -289,13 +298,8 @@ def test_cleanup_after_sigkill_removes_databases(tmp_path):
                      Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
         assert len(guardians) == 1, guardians
         os.kill(guardians[0], signal.SIGKILL)   # as if the machine had no guardian: only cleanup is left
-        proc.kill()
-        proc.wait(10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-        proc.stdin.close()
+        kill_script(proc)
     assert watch.left(), "nothing to clean up: the test would prove nothing"
     done = subprocess.run([*CLINIGYM, "cleanup", "--json"], capture_output=True, text=True, check=True)
     assert any("close command" in item for item in json.loads(done.stdout)), done.stdout
