@@ -120,7 +120,8 @@ def test_cleanup_after_sigkill_keeps_live_runs_and_resume_completes_the_run(refe
         done = subprocess.run([sys.executable, "-m", "clinigym.cli", "cleanup", "--json"], capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-        assert footprint.left() == []
+        # The killed run's guardians sweep too, at the same time, and end when they are done.
+        assert footprint.gone_within(BOUND) == []
         assert live.dead() is None and live.workdir.exists() and live.display.alive()
         assert not any(str(live.workdir) == r for r in json.loads(done.stdout))
 
