@@ -23,6 +23,7 @@ import pytest
 from clinigym.agents import AGENTS, AgentEntry
 from clinigym.core.geometry import Box, Coordinates
 from clinigym.core.judge import FAILURE_TYPES, LIVE_OUTCOMES
+from clinigym.core.marks import marks_of, marks_to_json
 from clinigym.envs import PUBLIC_INFO, ground_truth
 from clinigym.envs.goal import GoalEnv
 from clinigym.envs.steps import StepsEnv
@@ -197,6 +198,50 @@ def check_steps_modes(scenario, backend) -> None:
         drive(env, agent, recovery, boxes)
         env.close()
         assert_nothing_located(agent.kept, boxes, secrets_of(scenario), env.coords)
+
+
+TREE_FIELDS = ("a11y", "a11y_json", "marks")   # the program's own tree, and its marks
+
+
+def check_tree_mode(scenario, mode: str) -> None:
+    """A steps episode observed in a mode that reads the program's tree (`mode` has a
+    screenshot too). The backend's reads are kept as they come from the program: at every
+    observation the tree fields are exactly that read's text and JSON, or its marks
+    (clinigym adds nothing; a second read is no reference: GTK makes table cells anew on each
+    read), and none of the scenario's selectors is in them. Everything else the agent is
+    given locates no target."""
+    env = StepsEnv(scenario, obs_mode=mode)
+    reads: list = []
+    program_read = env.backend.elements
+    env.backend.elements = lambda *a, **k: reads.append(program_read(*a, **k)) or reads[-1]
+    agent = agent_for(env, "hoarder", 7)
+    truth = ground_truth(env)
+    boxes: list[Box] = []
+    selectors = {t.selector for s in scenario.steps for t in (s.target, s.end_target) if t and t.selector}
+    try:
+        obs, info = env.reset(seed=0)
+        agent.reset(0)
+        done = False
+        while True:
+            tree = reads[-1].to_obs(env.coords)
+            given = {k: obs[k] for k in TREE_FIELDS if k in obs}
+            assert given and given == {k: v for k, v in {"a11y": tree.to_text(), "a11y_json": tree.to_json(),
+                                                          "marks": marks_to_json(marks_of(tree))}.items()
+                                       if k in given}
+            assert not any(sel in text for sel in selectors for text in given.values())
+            agent.act(obs, info)
+            if done:
+                break
+            obs, reward, term, trunc, info = env.step(truth.action())
+            record_boxes(env, boxes)
+            done = term or trunc
+    finally:
+        env.close()
+    assert info["end_reason"] == "completed", info
+    assert len(reads) == len(scenario.steps) + 1        # one read per observation
+    rest = [{k: v for k, v in item.items() if k not in TREE_FIELDS} if isinstance(item, dict) else item
+            for item in agent.kept]
+    assert_nothing_located(rest, boxes, secrets_of(scenario), env.coords)
 
 
 def check_free_mode(scenario, mode: str, backend) -> None:

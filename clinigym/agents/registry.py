@@ -41,6 +41,13 @@ class AgentEntry:
     options: tuple[Option, ...] = ()
     privileged: bool = False                   # gets `privileged=` the ground truth
     source: str | None = None                  # from outside: its module:factory (and distribution)
+    observations: tuple[str, ...] | None = None   # the observation modes it reads (None: any)
+
+    def check_observation(self, observation: str) -> None:
+        """An AgentError, before anything starts, if it cannot read observations of that mode."""
+        if self.observations is not None and observation not in self.observations:
+            raise AgentError(f"the {self.name} agent reads the screenshot: run it with an observation mode "
+                             f"that gives one ({', '.join(self.observations)}), not {observation!r}")
 
 
 def _oracle(context: AgentContext, seed: int | None = None, *, privileged) -> Agent:
@@ -96,6 +103,8 @@ def _format_names() -> tuple[str, ...]:
     return tuple(FORMATS)
 
 
+# The modes with a screenshot (`clinigym.envs.observations`), for the agents that read it.
+SCREENSHOT = ("screenshot", "screenshot+a11y", "som")
 MAX_TOKENS = {"http": 512, "cua": 1024}   # the agents' own defaults (a click; a turn of several calls)
 
 
@@ -124,21 +133,23 @@ AGENTS: dict[str, AgentEntry] = {e.name: e for e in (
                privileged=True),
     AgentEntry("random", "uniform random clicks (chance baseline)", _random),
     AgentEntry("ocr", "offline OCR grounding: instruction words matched to on-screen text, icon templates "
-                      "(extra `ocr`); in the plan mode it works down the step list", _ocr),
+                      "(extra `ocr`); in the plan mode it works down the step list", _ocr,
+               observations=SCREENSHOT),
     AgentEntry("http", "a GUI-grounding model behind an OpenAI-compatible API (--model-family, --base-url)", _http,
                (Option("--model-family", "family", "http agent: the model family (see `clinigym agents`)",
                        "ui-tars-1.5", choices=_family_names),
-                *_server_options("http"))),
+                *_server_options("http")), observations=SCREENSHOT),
     AgentEntry("cua", "a computer-use model behind an OpenAI-compatible API that acts freely and ends the "
                       "episode itself (plan and goal modes), in its own format (--cua-format)", _cua,
                (Option("--cua-format", "format", "cua agent: the model's format: ui-tars-1.5, qwen2.5-vl, qwen3-vl, "
                                                  "openai-computer-use or json", "qwen3-vl", choices=_format_names),
                 *_server_options("cua"),
                 Option("--cua-images", "images", "cua agent: screenshots per request, the current one included "
-                                                 "(earlier turns stay as text)", 3, int))),
+                                                 "(earlier turns stay as text)", 3, int)), observations=SCREENSHOT),
     AgentEntry("guiactor", "GUI-Actor in-process: a click from its action head's attention over screen "
                            "patches (extra `guiactor`, --checkpoint PATH)", _guiactor,
-               (Option("--checkpoint", "checkpoint", "guiactor agent: a local GUI-Actor checkpoint folder"),)),
+               (Option("--checkpoint", "checkpoint", "guiactor agent: a local GUI-Actor checkpoint folder"),),
+               observations=SCREENSHOT),
 )}
 
 
@@ -168,10 +179,12 @@ def all_agents() -> dict[str, AgentEntry]:
     return {**AGENTS, **{name: resolve(name) for name in plugins.entry_points(AGENTS)}}
 
 
-def check_agent(name: str, options: dict[str, Any]) -> AgentEntry:
-    """The entry of agent `name`, and for an agent from outside, its options checked
-    against its factory's signature: before any program starts, not in every episode."""
+def check_agent(name: str, options: dict[str, Any], observation: str = "screenshot") -> AgentEntry:
+    """The entry of agent `name`, checked against the run's observation mode, and for an
+    agent from outside, its options checked against its factory's signature: before any
+    program starts, not in every episode."""
     entry = resolve(name)
+    entry.check_observation(observation)
     if entry.source is not None:
         plugins.check_options(name, entry.factory, options)
     return entry
@@ -182,6 +195,7 @@ def make_agent(name: str, context: AgentContext, seed: int | None = None, privil
     from the public context. `privileged` (the environment's `clinigym.envs.ground_truth`)
     is given only to a built-in agent whose entry asks for it; never to one from outside."""
     entry = resolve(name)
+    entry.check_observation(context.observation)
     if entry.privileged:
         if privileged is None:
             raise ValueError(f"the {name} agent needs the environment's ground truth (privileged=)")

@@ -25,6 +25,7 @@ from clinigym.core.audit import DEFAULT_PENALTIES, PENALTIES
 from clinigym.core.context import MODES
 from clinigym.core.errors import AgentError
 from clinigym.envs.goal import AUDITS, BUDGET_FACTOR
+from clinigym.envs.observations import OBS_MODES
 from clinigym.run.episodes import RETRIES
 from clinigym.runtime.backends import KINDS
 
@@ -102,9 +103,10 @@ def _declared(agent: str) -> set[str]:
 
 AGENT_FLAGS = tuple(dict.fromkeys(o.flag for e in AGENTS.values() for o in e.options))
 LIVE_FLAGS = ("--scenario", "--per-program", "--episodes", "--mode", "--budget", "--audit", "--recovery",
-              "--backend")
+              "--backend", "--obs")
 STATIC_FLAGS = ("--software", "--single-step", "--delta")
 RUN_DEFAULTS = {"scenario": ["*"], "episodes": 1, "seed": 0, "mode": "steps", "delta": 0.0, "audit": "per_step",
+                "obs": "screenshot",
                 "retries": RETRIES,
                 "single_step": False, "recovery": False, "overwrite": False}
 KEPT = {"resume": "with --resume (the run keeps the parameters it was started with)",
@@ -170,7 +172,7 @@ def cmd_run(args) -> int:
             result = run(scenarios, args.agent, out, args.episodes, args.seed, args.recovery,
                          progress=not args.no_progress, agent_options=options, backend=args.backend,
                          mode=args.mode, budget=args.budget, audit=args.audit, workers=args.workers, ray=args.ray,
-                         retries=args.retries)
+                         retries=args.retries, observation=args.obs)
     except RunStopped as stop:
         return _stopped(stop, out, in_process=args.workers == 1 and not args.ray)
     except (ServerUnavailable, ModelNotServed) as exc:
@@ -297,8 +299,8 @@ def register(sub) -> None:
         "# the first 2 scenarios of every program, goal mode, the random agent, 2 workers",
         "clinigym run --scenario '*' --per-program 2 --mode goal --agent random --workers 2 --out runs/random",
         "clinigym run --resume runs/random",
-        "# the same episodes with the same settings again, into a new folder",
-        "clinigym run --like runs/random --out runs/random-again"))
+        "# Orthanc Explorer's scenarios, the agent given the screenshot with numbered marks",
+        "clinigym run --scenario 'orthanc/*' --obs som --agent oracle --out runs/orthanc-som"))
     p.add_argument("--scenario", nargs="+",
                    help="globs on program/id, program names or scenario files (each scenario once, in this "
                         "order; default: all)")
@@ -348,6 +350,10 @@ def register(sub) -> None:
     p.add_argument("--backend", choices=KINDS,
                    help="where programs run (default: $CLINIGYM_BACKEND, else local for programs "
                         "of this machine's Debian release, docker for the others)")
+    p.add_argument("--obs", choices=tuple(OBS_MODES),
+                   help="what the agent observes: screenshot; a11y, the program's accessibility tree as text and "
+                        "JSON; screenshot+a11y; som, the screenshot with numbered marks on the program's "
+                        "interactive elements and their list (default: screenshot; docs: guides/observations.md)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace a run already in --out")

@@ -18,3 +18,4 @@ class AgentContext:
     program: str | None = None                  # the program's name (e.g. "orthanc"), None if mixed
     actions: tuple[str, ...] = ACTION_TYPES     # the action types the environment accepts
     mode: str = "steps"                         # how tasks are given: one of MODES
+    observation: str = "screenshot"             # what an observation holds: clinigym.envs.observations

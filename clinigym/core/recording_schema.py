@@ -165,6 +165,7 @@ class EpisodeHeader(_Record):
     seed: int | None = None
     backend: str = "?"
     mode: str = "steps"
+    observation: str = "screenshot"             # the observation mode (clinigym.envs.observations)
     recovery: bool = False
     single_step: bool = False
     scenario_path: str | None = None

@@ -72,20 +72,22 @@ class GoalEnv(ProgramEnv):
     def __init__(self, scenario: Scenario | str | Path, mode: str = "goal", backend: Backend | str | None = None,
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, budget: int | None = None,
-                 render_mode: str | None = None, agent_name: str = "unknown", audit: str = "per_step"):
+                 render_mode: str | None = None, agent_name: str = "unknown", audit: str = "per_step",
+                 obs_mode: str = "screenshot"):
         if mode not in ("plan", "goal"):
             raise ValueError(f"GoalEnv's mode is 'plan' or 'goal', not {mode!r}")
         if audit not in AUDITS:
             raise ValueError(f"GoalEnv's audit is {' or '.join(map(repr, AUDITS))}, not {audit!r}")
         self.mode, self.audit = mode, audit
-        super().__init__(scenario, backend, geometry, observation_size, record_dir, render_mode, agent_name)
+        super().__init__(scenario, backend, geometry, observation_size, record_dir, render_mode, agent_name,
+                         obs_mode)
         s = self.scenario
         if s.goal is None:
             raise SpecError(s.path, "goal", f"the {mode} mode needs the scenario's goal sentence")
         self.task = s.goal if mode == "goal" else plan_text(s)
         self.budget = judge.action_budget(len(s.steps) + 1, BUDGET_FACTOR, budget)
         ow, oh = self.coords.obs_w, self.coords.obs_h
-        self.observation_space = spaces.observation_space(ow, oh, self.budget, [self.task])
+        self.observation_space = spaces.observation_space(ow, oh, self.budget, [self.task], self.obs)
         self.action_space = spaces.action_space(ow, oh)
         self._quitting = frozenset(c.exited for c in s.steps[-1].transition if c.exited)
         self._actions = 0
@@ -97,8 +99,8 @@ class GoalEnv(ProgramEnv):
         self._t0 = 0.0
 
     # -- observations ------------------------------------------------------------------
-    def _observe(self, frame: Frame) -> dict:
-        return {"screenshot": self._screenshot(frame), "instruction": self.task, "step": self._actions}
+    def _observe(self, frame: Frame, timings: Timings | None = None) -> dict:
+        return {**self._screen(frame, timings), "instruction": self.task, "step": self._actions}
 
     def _public(self, **public: Any) -> dict[str, Any]:
         return self._info(self._actions, None, self.coords.info(), budget=self.budget, **public)
@@ -160,7 +162,7 @@ class GoalEnv(ProgramEnv):
         with timings.phase("terminate"):
             self._actions += 1
             end_reason = self._end_reason(ending, dead, critical)
-            obs = self._observe(frame)
+            obs = self._observe(frame, timings)
             judgment = self._judgment(ending, parsed, dead) if end_reason else None
             if not end_reason:
                 self._resolve_reference(timeout=0)
@@ -177,7 +179,7 @@ class GoalEnv(ProgramEnv):
             status = ("failed" if critical else "truncated" if ending is None
                       else "complete" if judgment.success else "failed")
             outcome = EpisodeOutcome(status, self._reached, self._actions, end_reason, judgment)
-        verdict = self._record(record, before, obs["screenshot"], outcome)
+        verdict = self._record(record, before, self._obs_rgb, outcome)
         reward = float(outcome is not None and outcome.is_success)
         info = self._public(invalid_action=invalid, settled=settled, timings=seconds, end_reason=end_reason,
                             **verdict)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from clinigym.core.geometry import Box, Coordinates
 from clinigym.core.recording_schema import EpisodeHeader
 from clinigym.core.screen import Frame
 from clinigym.core.timing import Timings
+from clinigym.envs import observations
 from clinigym.envs.base import ScreenEnv, parse_action
 from clinigym.envs.start import start_scenario
 from clinigym.runtime.backends import Backend, make_backend
@@ -47,11 +49,16 @@ class ProgramEnv(ScreenEnv):
     def __init__(self, scenario: Scenario | str | Path, backend: Backend | str | None = None,
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, render_mode: str | None = None,
-                 agent_name: str = "unknown"):
+                 agent_name: str = "unknown", obs_mode: str = "screenshot"):
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(Path(scenario))
         self.app = load_app(self.scenario.app)
+        self.obs = observations.obs_mode(obs_mode)
         self._owns_backend = not isinstance(backend, Backend)
-        self.backend = backend if isinstance(backend, Backend) else make_backend(self.app, backend, geometry)
+        if isinstance(backend, Backend) and self.obs.reads_tree and not backend.accessibility:
+            raise ValueError(f"observation mode {obs_mode!r} reads the program's tree: give a backend made "
+                             "with make_backend(..., accessibility=True)")
+        self.backend = backend if isinstance(backend, Backend) else make_backend(
+            self.app, backend, geometry, accessibility=self.obs.reads_tree)
         g = self.backend.geometry
         ow, oh = observation_size or (g.width, g.height)
         self.coords = Coordinates(ow, oh, g.width, g.height)
@@ -62,7 +69,8 @@ class ProgramEnv(ScreenEnv):
         self._done = True
 
     def agent_context(self) -> AgentContext:
-        return AgentContext((self.coords.obs_w, self.coords.obs_h), self.app.name, self.accepted, self.mode)
+        return AgentContext((self.coords.obs_w, self.coords.obs_h), self.app.name, self.accepted, self.mode,
+                            self.obs.name)
 
     # -- observations ------------------------------------------------------------------
     def _to_obs(self, frame: Frame) -> np.ndarray:
@@ -71,16 +79,23 @@ class ProgramEnv(ScreenEnv):
             rgb = np.asarray(Image.fromarray(rgb).resize((self.coords.obs_w, self.coords.obs_h), Image.BILINEAR))
         return rgb
 
-    def _observe(self, frame: Frame) -> dict:
+    def _observe(self, frame: Frame, timings: Timings | None = None) -> dict:
         raise NotImplementedError
 
     def _observe_again(self) -> dict:
         return self._observe(self._frame)
 
-    def _screenshot(self, frame: Frame) -> np.ndarray:
+    def _screen(self, frame: Frame, timings: Timings | None) -> dict[str, Any]:
+        """The observation's fields of the screen (`clinigym.envs.observations`): the
+        screenshot of the settled `frame`, and in the modes that ask for it the program's tree,
+        read now, from the same settled screen (timed as the phase ``a11y``)."""
         self._frame = frame
         self._obs_rgb = self._to_obs(frame)
-        return self._obs_rgb.copy()
+        tree = None
+        if self.obs.reads_tree:
+            with timings.phase("a11y") if timings else nullcontext():
+                tree = self.backend.elements().to_obs(self.coords)
+        return self.obs.fields(self._obs_rgb.copy(), tree)
 
     # -- the start state ----------------------------------------------------------------
     def _start(self, timings: Timings) -> tuple[Frame, str | None]:
@@ -109,7 +124,7 @@ class ProgramEnv(ScreenEnv):
     def _started(self, frame: Frame, seed: int | None, retry: str | None, timings: Timings,
                  **header: Any) -> tuple[dict, dict[str, Any]]:
         """The first observation and info of an episode on its start screen; its recording starts."""
-        obs = self._observe(frame)
+        obs = self._observe(frame, timings)
         self._start_recording(f"{self.scenario.app}-{self.scenario.id}", self._header(seed, retry, **header))
         return obs, self._public(timings=timings.done(), reset_retry=retry)
 
@@ -120,7 +135,7 @@ class ProgramEnv(ScreenEnv):
             steps=[{"instruction": st.instruction, "action": st.action} for st in s.steps], seed=seed,
             backend=self.backend.kind, mode=self.mode, scenario_path=str(s.path), gym_id=s.mode_gym_id(self.mode),
             medspot=s.medspot.model_dump() if s.medspot else None, versions=self.backend.package_versions(),
-            reset_retry=retry, pid=os.getpid(), **fields)
+            reset_retry=retry, pid=os.getpid(), observation=self.obs.name, **fields)
 
     # -- targets, input, settling ---------------------------------------------------------
     def _resolve(self, target, timeout: float) -> Box | None:

@@ -11,18 +11,20 @@ import numpy as np
 from gymnasium import spaces
 
 from clinigym.core.actions import ACTION_TYPES, InvalidAction, parse
+from clinigym.envs.observations import OBS_MODES, ObsMode
 
 TEXT_CHARSET = string.printable
 KEYS_CHARSET = string.ascii_letters + string.digits + "+_"
 MAX_INSTRUCTION = 1000
 
 
-def observation_space(width: int, height: int, n_steps: int, instructions: list[str]) -> spaces.Dict:
+def observation_space(width: int, height: int, n_steps: int, instructions: list[str],
+                      mode: ObsMode = OBS_MODES["screenshot"]) -> spaces.Dict:
     # The charset holds every character the instructions use (MedSPOT's are not all ASCII).
     charset = "".join(sorted(set(TEXT_CHARSET) | set("".join(instructions))))
     longest = max([MAX_INSTRUCTION, *map(len, instructions)])
     return spaces.Dict({
-        "screenshot": spaces.Box(0, 255, (height, width, 3), np.uint8),
+        **mode.spaces(width, height),
         "instruction": spaces.Text(max_length=longest, charset=charset),
         "step": spaces.Discrete(n_steps + 1),
     })

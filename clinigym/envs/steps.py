@@ -62,23 +62,25 @@ class StepsEnv(ProgramEnv):
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, recovery: bool = False,
                  max_actions: int | None = None, render_mode: str | None = None,
-                 agent_name: str = "unknown"):
-        super().__init__(scenario, backend, geometry, observation_size, record_dir, render_mode, agent_name)
+                 agent_name: str = "unknown", obs_mode: str = "screenshot"):
+        super().__init__(scenario, backend, geometry, observation_size, record_dir, render_mode, agent_name,
+                         obs_mode)
         self.recovery = recovery
         n = len(self.scenario.steps)
         self.max_actions = judge.action_budget(n, judge.BUDGET_FACTOR if recovery else 1, max_actions)
         ow, oh = self.coords.obs_w, self.coords.obs_h
-        self.observation_space = spaces.observation_space(ow, oh, n, [st.instruction for st in self.scenario.steps])
+        self.observation_space = spaces.observation_space(ow, oh, n, [st.instruction for st in self.scenario.steps],
+                                                          self.obs)
         self.action_space = spaces.action_space(ow, oh)
         self._step_index = 0
         self._actions = 0
         self._targets: tuple[Box | None, Box | None] = (None, None)
 
     # -- observations ------------------------------------------------------------------
-    def _observe(self, frame: Frame) -> dict:
+    def _observe(self, frame: Frame, timings: Timings | None = None) -> dict:
         steps = self.scenario.steps
         instruction = steps[self._step_index].instruction if self._step_index < len(steps) else ""
-        return {"screenshot": self._screenshot(frame), "instruction": instruction, "step": self._step_index}
+        return {**self._screen(frame, timings), "instruction": instruction, "step": self._step_index}
 
     def _public(self, **public: Any) -> dict[str, Any]:
         return self._info(self._step_index, len(self.scenario.steps), self.coords.info(), **public)
@@ -127,7 +129,7 @@ class StepsEnv(ProgramEnv):
             out.correct, out.failure = False, self._failure(parsed, out)
         with timings.phase("terminate"):
             terminated, truncated, end_reason = self._terminate(out)
-            obs = self._observe(out.frame)
+        obs = self._observe(out.frame, timings)
         seconds = timings.done()
         size = (self.coords.obs_w, self.coords.obs_h)
         record = step_record(
@@ -140,7 +142,7 @@ class StepsEnv(ProgramEnv):
         ended = EpisodeOutcome("complete" if terminated and out.correct else "truncated" if truncated else "failed",
                                self._step_index, self._actions, out.dead or out.failure or
                                (END_BUDGET if truncated else None)) if self._done else None
-        verdict = self._record(record, before, obs["screenshot"], ended)
+        verdict = self._record(record, before, self._obs_rgb, ended)
         info = self._public(invalid_action=out.invalid, settled=out.settled, timings=seconds, end_reason=end_reason,
                             **verdict)
         return obs, float(out.correct), terminated, truncated, info

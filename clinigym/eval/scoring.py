@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from clinigym.core.errors import DataError
 from clinigym.core.judge import FAILURE_TYPES
 from clinigym.envs.base import CAUSE_INFRASTRUCTURE
 from clinigym.eval.formatting import pct
@@ -146,10 +147,17 @@ def score_dirs(dirs: list[Path], penalties: str | None = None) -> tuple[dict, li
     get theirs (`clinigym.eval.goal_scoring`) under `summary["modes"]`. The results list
     holds both kinds. An episode the infrastructure ended (status "error" after a run's
     retries, or a recording whose outcome's cause is "infrastructure": docs/concepts.md, "How
-    an episode ends") is in no metric: `infrastructure_errors` counts them, when any."""
+    an episode ends") is in no metric: `infrastructure_errors` counts them, when any.
+    Episodes of different observation modes are not scored together (a DataError):
+    `summary["observation"]` is the one they share, when not the screenshot."""
     from clinigym.core.audit import DEFAULT_PENALTIES
     from clinigym.eval.goal_scoring import GOAL_MODES, goal_result, summarize_goal
     read = [read_episode(f) for d in dirs for f in episode_folders(d)]
+    observations = Counter(ep.header.observation for ep in read)
+    if len(observations) > 1:
+        raise DataError("these episodes observed in different modes ("
+                        + ", ".join(f"{m}: {n}" for m, n in sorted(observations.items()))
+                        + "); score each mode's episodes apart")
     episodes = [ep for ep in read if not infrastructure_ended(ep)]
     steps = [result_from_episode(ep) for ep in episodes if ep.header.mode not in GOAL_MODES]
     goals = [goal_result(ep) for ep in episodes if ep.header.mode in GOAL_MODES]
@@ -158,6 +166,8 @@ def score_dirs(dirs: list[Path], penalties: str | None = None) -> tuple[dict, li
         summary["modes"] = summarize_goal(goals, penalties or DEFAULT_PENALTIES)
     if len(read) > len(episodes):
         summary["infrastructure_errors"] = len(read) - len(episodes)
+    if set(observations) - {"screenshot"}:   # the default is not written: summaries stay as they were
+        summary["observation"] = next(iter(observations))
     return summary, [*steps, *goals]
 
 
@@ -175,6 +185,9 @@ def format_table(summary: dict, title: str = "") -> str:
     goal_tables = [format_goal_table(mode, m) for mode, m in summary.get("modes", {}).items()]
     infra = summary.get("infrastructure_errors")
     note = [f"infrastructure errors: {infra} episodes, in no metric above"] if infra else []
+    observation = summary.get("observation", "screenshot")
+    if observation != "screenshot":   # the scores of each observation mode stay apart
+        title = "\n".join([*([title] if title else []), f"observation: {observation}"])
     if goal_tables and not summary.get("n_tasks"):
         return "\n\n".join(([title] if title else []) + goal_tables + note)
     return "\n\n".join([_steps_table(summary, title), *goal_tables, *note])

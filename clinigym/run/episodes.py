@@ -32,6 +32,7 @@ from clinigym.agents.http import ServerUnavailable
 from clinigym.core.errors import ProgramError
 from clinigym.envs import ground_truth
 from clinigym.envs.base import CAUSE_INFRASTRUCTURE, ScreenEnv
+from clinigym.envs.observations import obs_mode
 from clinigym.envs.registration import make_env
 from clinigym.recording.writer import numbered
 from clinigym.run.resume import (
@@ -182,13 +183,15 @@ class ChunkRunner:
     def _env(self, p: Planned) -> ScreenEnv:
         if self.app != p.app:
             self.close()
-            self.backend = make_backend(load_app(p.app), self.spec.backend)
+            self.backend = make_backend(load_app(p.app), self.spec.backend,
+                                        accessibility=obs_mode(self.spec.observation).reads_tree)
             self.app = p.app
         s = self.spec
         options: dict[str, Any] = ({"recovery": s.recovery} if s.mode == "steps"
                                    else {"budget": s.budget, "audit": s.audit})
         env: ScreenEnv = make_env(load_scenario(Path(p.path)), s.mode, backend=self.backend,
-                                   record_dir=self.episodes_dir, agent_name=s.agent, **options)
+                                   record_dir=self.episodes_dir, agent_name=s.agent, obs_mode=s.observation,
+                                   **options)
         return env
 
     def close(self) -> None:

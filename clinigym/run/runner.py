@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from clinigym.agents import http
 from clinigym.agents.registry import check_agent, resolve
+from clinigym.envs.observations import obs_mode
 from clinigym.envs.static import StaticEnv
 from clinigym.eval.scoring import score_dirs
 from clinigym.run import provenance
@@ -55,7 +56,7 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
         seed: int = 0, recovery: bool = False, progress: bool = True,
         agent_options: dict | None = None, backend: str | None = None, mode: str = "steps",
         budget: int | None = None, workers: int = 1, ray: str | None = None,
-        audit: str = "per_step", retries: int = RETRIES) -> RunResult:
+        audit: str = "per_step", retries: int = RETRIES, observation: str = "screenshot") -> RunResult:
     """Every scenario `episodes` times in a mode (`clinigym.core.context.MODES`); `recovery`
     is for the steps mode, `budget` (actions per episode) and `audit` (when the safety audit
     runs: `clinigym.envs.goal.AUDITS`) for the plan and goal modes.
@@ -67,10 +68,12 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
     runs them on a Ray cluster instead, `workers` actors (`clinigym.run.distributed`).
     An episode the infrastructure ended runs again from its reset up to `retries` times,
     then is an infrastructure error (`clinigym.run.episodes`; docs/concepts.md).
+    `observation` is what the agent observes (`clinigym.envs.observations.OBS_MODES`).
     The agent and its options are checked before anything starts."""
+    obs_mode(observation)   # a ValueError naming the known modes
     spec = RunSpec(tuple(str(s.path) for s in scenarios), agent_name, dict(agent_options or {}), episodes,
                    seed, mode, recovery, budget, backend,
-                   tuple(str(f) for f in paths.folders() if f != paths.builtin_root()), audit)
+                   tuple(str(f) for f in paths.folders() if f != paths.builtin_root()), audit, observation)
     return _start(spec, scenarios, Path(out), workers, progress, ray, retries)
 
 
@@ -87,7 +90,7 @@ def like(run_dir: Path, out: Path, workers: int = 1, progress: bool = True, ray:
 
 def _start(spec: RunSpec, scenarios: list[Scenario], out: Path, workers: int, progress: bool,
            ray: str | None, retries: int) -> RunResult:
-    source = check_agent(spec.agent, spec.agent_options).source
+    source = check_agent(spec.agent, spec.agent_options, spec.observation).source
     served = preflight(spec.agent, spec.agent_options)
     planned = _plan(spec, scenarios)
     (out / "episodes").mkdir(parents=True, exist_ok=True)
@@ -102,7 +105,7 @@ def resume(out: Path, workers: int = 1, progress: bool = True, ray: str | None =
     uninterrupted run gives."""
     out = Path(out)
     spec = read_spec(out)
-    source = check_agent(spec.agent, spec.agent_options).source
+    source = check_agent(spec.agent, spec.agent_options, spec.observation).source
     for folder in spec.search_path:
         paths.add_folder(folder)
     served = preflight(spec.agent, spec.agent_options)

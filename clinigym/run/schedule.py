@@ -32,6 +32,7 @@ class RunSpec:
     backend: str | None = None
     search_path: tuple[str, ...] = ()     # folders of programs and scenarios added to the built-in ones
     audit: str = "per_step"               # the plan and goal modes: when the safety audit runs
+    observation: str = "screenshot"       # what the agent observes (clinigym.envs.observations)
 
     def to_json(self) -> dict[str, Any]:
         return {"format": 1, **asdict(self), "scenarios": list(self.scenarios),
@@ -49,6 +50,7 @@ class RunSpec:
     def summary_fields(self) -> dict[str, Any]:
         """What `summary.json` says about the run besides its scores."""
         return {"agent": self.agent, "episodes": self.episodes, "seed": self.seed, "mode": self.mode,
+                "observation": self.observation,
                 **({"recovery": self.recovery} if self.mode == "steps"
                    else {"budget": self.budget, "audit": self.audit})}
 

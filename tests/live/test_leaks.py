@@ -6,8 +6,10 @@ modes, a scaled live observation, the static keyframe mode and its single-step v
 episodes through every step with the ground truth (so that every step's target exists),
 then searches what the agent kept for any step's target (tests/leakcheck.py): box corners and
 centres (within 1.5 pixels, in observation pixels), selectors, texts to type, failure types.
-Leaks planted in a real environment (a target's centre as x/y fields, its box, a text, the
-centre in a scaled observation) are each found, and nothing else is.
+The tree observations (a11y, set-of-marks) are the program's own tree, nothing added, and
+the rest of what the agent is given is searched as above. Leaks planted in a real
+environment (a target's centre as x/y fields, its box, a text, the centre in a scaled
+observation) are each found, and nothing else is.
 
 `make test` runs one short scenario of every program: the local ones here, the programs in
 containers in tests/docker/test_leaks_docker.py."""
@@ -31,6 +33,7 @@ from leakcheck import (
     assert_nothing_located,
     check_free_mode,
     check_steps_modes,
+    check_tree_mode,
     drive,
     hoarder_agent,  # noqa: F401  (autouse fixture)
     located,
@@ -49,6 +52,12 @@ def test_live_strict_and_recovery_give_nothing_away(scenario, backends):
 @pytest.mark.parametrize("scenario", LIVE)
 def test_plan_and_goal_modes_give_nothing_away(scenario, mode, backends):
     check_free_mode(scenario, mode, backends(scenario.app))
+
+
+@pytest.mark.parametrize("mode", ["screenshot+a11y", "som"])
+@pytest.mark.parametrize("key", ["aeskulap/open-study-file", "orthanc/delete-study"])
+def test_tree_observations_are_the_program_s_own_and_give_nothing_else_away(key, mode):
+    check_tree_mode(select(key)[0], mode)
 
 
 def test_scaled_live_observation_gives_nothing_away(backends):

@@ -87,13 +87,14 @@ def test_run_spec_round_trips_and_says_what_the_summary_said():
     spec = RunSpec(("/s/d1.yaml",), "http", {"model": "m", "timeout": 30.0}, 3, 7, "goal", False, 12, "docker",
                    ("/lab",))
     assert RunSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
-    assert spec.summary_fields() == {"agent": "http", "episodes": 3, "seed": 7, "mode": "goal", "budget": 12,
-                                     "audit": "per_step"}
+    assert spec.summary_fields() == {"agent": "http", "episodes": 3, "seed": 7, "mode": "goal",
+                                     "observation": "screenshot", "budget": 12, "audit": "per_step"}
     # a run.json from before the per-step audit keeps its rule (the end) on --resume
     old = {k: v for k, v in spec.to_json().items() if k != "audit"}
     assert RunSpec.from_json(old).audit == "end"
     assert RunSpec(("/s/d1.yaml",), "oracle").summary_fields() == {
-        "agent": "oracle", "episodes": 1, "seed": 0, "mode": "steps", "recovery": False}
+        "agent": "oracle", "episodes": 1, "seed": 0, "mode": "steps", "observation": "screenshot",
+        "recovery": False}
 
 
 # -- episode folders ----------------------------------------------------------------------

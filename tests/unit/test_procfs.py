@@ -23,7 +23,8 @@ def odd_sleeper(tmp_path):
     program = tmp_path / "a) (b c"
     shutil.copy("/bin/sleep", program)
     shell = subprocess.Popen(["/bin/sh", "-c", f"'{program}' 60 & wait"], start_new_session=True)
-    wait_for(lambda: len(procfs.tree(shell.pid)) == 2, 10, "the child sleeper")
+    # The child exists from its fork, still named `sh` until its exec: wait for the name.
+    wait_for(lambda: any(procfs.comm(p) == "a) (b c" for p in procfs.tree(shell.pid)), 10, "the child sleeper")
     yield shell
     os.killpg(shell.pid, 9)
     shell.wait()

@@ -1,0 +1,91 @@
+"""Observation modes on the live programs (issue #37): a desktop program (Aeskulap, AT-SPI)
+and a web program (Orthanc Explorer, DevTools). The oracle completes the scenario whatever
+the agent observes; the tree comes as text and JSON of one read, timed; the set-of-marks
+marks hold the first step's target; the recording says which observation the episode used.
+That the tree is the program's own, nothing added, is tests/live/test_leaks.py's."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from clinigym.core.marks import marks_from_json
+from clinigym.envs.base import ground_truth
+from clinigym.envs.steps import StepsEnv
+from clinigym.recording import episode_folders, read_episode
+from clinigym.spec.paths import builtin_root
+from conftest import oracle
+
+SCENARIOS = builtin_root() / "scenarios"
+CASES = {"aeskulap": "aeskulap/open-study-file.yaml", "orthanc": "orthanc/anonymize-study.yaml"}
+
+
+def _count(tree: dict) -> int:
+    def count(e: dict) -> int:
+        return 1 + sum(map(count, e["children"]))
+    return sum(map(count, tree["roots"]))
+
+
+def _run(env) -> tuple[list[dict], list[dict], float]:
+    """The oracle's episode: every observation and info, and the reward."""
+    obs, info = env.reset(seed=0)
+    agent = oracle(env)
+    observations, infos, reward, done = [obs], [info], 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+        observations.append(obs)
+        infos.append(info)
+        done = terminated or truncated
+    return observations, infos, reward
+
+
+@pytest.mark.parametrize("app", list(CASES))
+def test_a11y_observation_is_the_program_s_tree_and_the_oracle_completes(app, tmp_path):
+    env = StepsEnv(str(SCENARIOS / CASES[app]), obs_mode="screenshot+a11y", record_dir=tmp_path)
+    try:
+        obs, info = env.reset(seed=0)
+        assert env.observation_space.contains(obs)
+        # The text and the JSON are one tree; that it is the program's own read, nothing added,
+        # is tests/live/test_leaks.py's.
+        tree = json.loads(obs["a11y_json"])
+        assert tree["source"] == env.app.accessibility.source and obs["a11y"].count("\n") + 1 == _count(tree)
+        observations, infos, reward = _run(env)
+        assert reward == 1.0 and infos[-1]["end_reason"] is not None
+        assert all(o["a11y"] and "a11y" in i["timings"] for o, i in zip(observations, infos))
+    finally:
+        env.close()
+    # Two episodes: the first reset's, abandoned, and the oracle's.
+    assert [read_episode(f).header.observation for f in episode_folders(tmp_path)] == ["screenshot+a11y"] * 2
+
+
+@pytest.mark.parametrize("app", list(CASES))
+def test_som_marks_hold_the_first_target_and_the_oracle_completes(app):
+    env = StepsEnv(str(SCENARIOS / CASES[app]), obs_mode="som")
+    try:
+        obs, info = env.reset(seed=0)
+        target = ground_truth(env).target()
+        marks = marks_from_json(obs["marks"])
+        assert marks and [m.number for m in marks] == list(range(1, len(marks) + 1))
+        x, y = target.center
+        assert any(m.box.contains(x, y) for m in marks), (target, obs["marks"])
+        # The marks are drawn on the screenshot, and only there: the recording keeps the screen.
+        assert (obs["screenshot"] != env._obs_rgb).any()
+        assert np.array_equal(obs["screenshot"][~(obs["screenshot"] != env._obs_rgb).any(axis=-1)],
+                              env._obs_rgb[~(obs["screenshot"] != env._obs_rgb).any(axis=-1)])
+        _, infos, reward = _run(env)
+        assert reward == 1.0
+    finally:
+        env.close()
+
+
+def test_a_shared_backend_without_accessibility_is_refused():
+    from clinigym.runtime.backends import make_backend
+    from clinigym.spec.apps import load_app
+    backend = make_backend(load_app("aeskulap"))
+    try:
+        with pytest.raises(ValueError, match="reads the program's tree: give a backend made with "
+                                             "make_backend\\(..., accessibility=True\\)"):
+            StepsEnv(str(SCENARIOS / CASES["aeskulap"]), backend=backend, obs_mode="a11y")
+    finally:
+        backend.close()
