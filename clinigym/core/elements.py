@@ -136,6 +136,14 @@ class Selector:
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
 
+    def __str__(self) -> str:
+        """As a scenario writes it: ``role 'menu item' name 'File' within (role 'menu bar')``."""
+        parts = [f"{k} {v!r}" for k, v in (("role", self.role), ("name", self.name), ("regex", self.regex),
+                                           ("index", self.index)) if v is not None]
+        if self.within is not None:
+            parts.append(f"within ({self.within})")
+        return " ".join(parts)
+
     def matches(self, element: Element) -> bool:
         """Role and name only (`within` and `index` need the tree: `Tree.find`)."""
         if self.role is not None and element.role != self.role:

@@ -183,8 +183,7 @@ class ChunkRunner:
     def _env(self, p: Planned) -> ScreenEnv:
         if self.app != p.app:
             self.close()
-            self.backend = make_backend(load_app(p.app), self.spec.backend,
-                                        accessibility=obs_mode(self.spec.observation).reads_tree)
+            self.backend = make_backend(load_app(p.app), self.spec.backend, accessibility=self._reads_tree(p.app))
             self.app = p.app
         s = self.spec
         options: dict[str, Any] = ({"recovery": s.recovery} if s.mode == "steps"
@@ -193,6 +192,12 @@ class ChunkRunner:
                                    record_dir=self.episodes_dir, agent_name=s.agent, obs_mode=s.observation,
                                    **options)
         return env
+
+    def _reads_tree(self, app: str) -> bool:
+        """Whether `app` runs with accessibility on: the observation reads its tree, or a
+        target of one of the run's scenarios on it does (one instance serves them all)."""
+        return obs_mode(self.spec.observation).reads_tree or any(
+            s.reads_tree for s in map(load_scenario, map(Path, self.spec.scenarios)) if s.app == app)
 
     def close(self) -> None:
         """Close the program instance. An environment still open here was cut off by a stop:

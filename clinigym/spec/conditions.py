@@ -19,31 +19,62 @@ import numpy as np
 from PIL import Image
 from pydantic import Field, PrivateAttr, ValidationInfo, create_model, field_validator, model_validator
 
+from clinigym.core.elements import Selector
 from clinigym.core.geometry import Box
 from clinigym.core.screen import DEFAULT_THRESHOLD, Frame, region_changed, similarity
 from clinigym.spec.files import Spec
 
 
 class Target(Spec):
-    """Where a step's target is: a box in screen pixels or percent, or a DOM selector."""
+    """Where a step's target is: an element of the program's accessibility tree named by
+    role, name and ancestor (by meaning: any screen size, layout or fixture), a DOM selector,
+    or, as the last resort, a box in screen pixels or percent."""
+    element: dict[str, Any] | None = Field(
+        None, description="the element: {role, name: text | glob | {regex: ...}, within: {...}, index}")
+    part: list[float] | None = Field(
+        None, min_length=4, max_length=4,
+        description="with element: x1, y1, x2, y2 as fractions (0-1) of its box (a point in an opaque widget)")
     box: list[float] | None = Field(None, min_length=4, max_length=4, description="x1, y1, x2, y2 pixels")
     box_percent: list[float] | None = Field(None, min_length=4, max_length=4,
                                             description="x1, y1, x2, y2 percent of the screen")
     selector: str | None = Field(None, description="CSS selector, first visible match")
     text: str | None = Field(None, description="with selector: the element's text contains this")
+    _element: Selector | None = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _one(self):
-        given = [k for k in ("box", "box_percent", "selector") if getattr(self, k) is not None]
+        given = [k for k in ("element", "box", "box_percent", "selector") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of box, box_percent, selector")
+            raise ValueError("give exactly one of element, box, box_percent, selector")
         for key in ("box", "box_percent"):
             b = getattr(self, key)
             if b is not None and not (b[0] < b[2] and b[1] < b[3]):
                 raise ValueError(f"{key} must be [x1, y1, x2, y2] with x1 < x2 and y1 < y2")
         if self.text is not None and self.selector is None:
             raise ValueError("text goes with selector")
+        if self.part is not None:
+            if self.element is None:
+                raise ValueError("part goes with element")
+            x1, y1, x2, y2 = self.part
+            if not (0 <= x1 < x2 <= 1 and 0 <= y1 < y2 <= 1):
+                raise ValueError("part must be [x1, y1, x2, y2], fractions of the element's box, "
+                                 "with 0 <= x1 < x2 <= 1 and 0 <= y1 < y2 <= 1")
+        if self.element is not None:
+            self._element = Selector.from_data(self.element, "element")
         return self
+
+    @property
+    def named(self) -> Selector | None:
+        """The element's selector, for a target by element."""
+        return self._element
+
+    def in_element(self, box: Box) -> Box:
+        """The target's box inside its element's `box`: the whole box, or its `part`."""
+        if self.part is None:
+            return box
+        x1, y1, x2, y2 = self.part
+        w, h = box.x2 - box.x1, box.y2 - box.y1
+        return Box(box.x1 + x1 * w, box.y1 + y1 * h, box.x1 + x2 * w, box.y1 + y2 * h)
 
 
 class HttpCheck(Spec):

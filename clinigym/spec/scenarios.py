@@ -169,6 +169,20 @@ class Scenario(Spec):
                                  f"(its records: {', '.join(known) or 'none'})")
         return self
 
+    @model_validator(mode="after")
+    def _elements_readable(self):
+        if self.reads_tree and self.app in app_names() and load_app(self.app).accessibility is None:
+            raise ValueError(f"a target names an element, but {self.app}'s program file has no "
+                             "`accessibility:` block (no tree to find it in)")
+        return self
+
+    @property
+    def reads_tree(self) -> bool:
+        """Some target names an element of the program's accessibility tree: the program runs
+        with accessibility on."""
+        return any(t is not None and t.named is not None
+                   for s in (*self.setup, *self.steps) for t in (s.target, s.end_target))
+
     @property
     def quits(self) -> bool:
         """The task ends by quitting the program (its last step expects an exit)."""

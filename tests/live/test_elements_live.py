@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from elementcheck import nothing_left, row_with_cell, walk_scenario
 
 from clinigym.core.elements import Selector
@@ -55,3 +56,26 @@ def test_ohif_study_row_by_its_cell_and_button_by_name():
         row_with_cell("row", "PHANTOM, BOB"),
         Selector(role="button", name="Basic Viewer"),
     ])
+
+
+def test_an_element_target_resolves_to_its_one_element_s_box():
+    from clinigym.core.geometry import Box
+    from clinigym.runtime.backends import make_backend
+    from clinigym.spec.apps import load_app
+    from clinigym.spec.conditions import Target
+    backend = make_backend(load_app("aeskulap"), accessibility=True)
+    try:
+        backend.reset()
+        file_menu = backend.resolve(Target.model_validate(
+            {"element": {"role": "menu item", "name": "File", "within": {"role": "menu bar"}}}))
+        assert file_menu is not None and file_menu.contains(22, 32)
+        part = backend.resolve(Target.model_validate(
+            {"element": {"role": "menu item", "name": "File"}, "part": [0, 0, 0.5, 0.5]}))
+        assert part == Box(file_menu.x1, file_menu.y1, (file_menu.x1 + file_menu.x2) / 2,
+                           (file_menu.y1 + file_menu.y2) / 2)
+        assert backend.resolve(Target.model_validate({"element": {"role": "menu item", "name": "Nope"}})) is None
+        with pytest.raises(ValueError, match=r"aeskulap: the selector role 'menu item' names 4 elements \(.*"
+                                             r"menu item\[0\] 'File'.*\); narrow it with within or index"):
+            backend.resolve(Target.model_validate({"element": {"role": "menu item"}}))
+    finally:
+        backend.close()

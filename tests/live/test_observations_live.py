@@ -84,8 +84,8 @@ def test_a_shared_backend_without_accessibility_is_refused():
     from clinigym.spec.apps import load_app
     backend = make_backend(load_app("aeskulap"))
     try:
-        with pytest.raises(ValueError, match="reads the program's tree: give a backend made with "
-                                             "make_backend\\(..., accessibility=True\\)"):
+        with pytest.raises(ValueError, match="the program's tree is read \\(by observation mode 'a11y'\\): give a "
+                                             "backend made with make_backend\\(..., accessibility=True\\)"):
             StepsEnv(str(SCENARIOS / CASES["aeskulap"]), backend=backend, obs_mode="a11y")
     finally:
         backend.close()

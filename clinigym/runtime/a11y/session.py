@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from clinigym.core.elements import Caps, Tree
+from clinigym.core.elements import Caps, Selector, Tree
+from clinigym.core.geometry import Box
 from clinigym.runtime.a11y import NEEDS_BUS, READERS, Reader
 
 if TYPE_CHECKING:
@@ -48,6 +49,16 @@ class A11ySession:
             self._reader = READERS[app.accessibility.source](self.backend)
         g = self.backend.geometry
         return self._reader.read(caps, (g.width, g.height))
+
+    def locate(self, on: bool, selector: Selector, caps: Caps) -> Box | None:
+        """The screen box of the one element `selector` names now; None when none is shown
+        (yet); a ValueError naming them when several are, since a target must be one."""
+        found = self.read(on, caps).find(selector)
+        if len(found) > 1:
+            listed = "; ".join(f"{e.path} {e.name!r}" for e in found[:5])
+            raise ValueError(f"{self.backend.app.name}: the selector {selector} names {len(found)} elements "
+                             f"({listed}); narrow it with within or index")
+        return found[0].box if found else None
 
     def close(self) -> None:
         """The reader's connection and the buses, with what they started."""

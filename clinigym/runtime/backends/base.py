@@ -322,6 +322,9 @@ class Backend(Settling):
     # -- probe (conditions) -------------------------------------------------------------
     def resolve(self, target: Target) -> Box | None:
         g = self.geometry
+        if target.named is not None:
+            box = self.a11y.locate(self.accessibility, target.named, Caps())
+            return None if box is None else target.in_element(box)
         if target.box is not None:
             return Box(*target.box)
         if target.box_percent is not None:
