@@ -11,6 +11,13 @@ the model was not asked, so it is an infrastructure fault, not the model's failu
 (`clinigym.run.episodes` records the episode as one). The prompt, the raw text, the
 parsed points and the latency go into `Action.meta`, which the environment records.
 
+What the request shows besides the instruction follows the observation mode
+(`clinigym.agents.families.observed`): the tree text or the mark list after the family's
+prompt, no image in the a11y mode; in the som mode the model may name a mark instead of
+giving coordinates (the family's `mark_hint`), and the point is its box centre, the
+marks used in `meta["marks"]`; a number the screen has no mark for is no prediction, the
+reason in `meta["problem"]`.
+
 `preflight` asks a server before a run whether it answers and serves the model
 (GET {base_url}/models, as OpenAI-compatible servers list theirs).
 
@@ -35,6 +42,7 @@ from PIL import Image
 
 from clinigym.agents import request
 from clinigym.agents.families import Family, get_family
+from clinigym.agents.families.observed import MAX_A11Y_CHARS, Observed, mark_centre
 from clinigym.agents.intent import action_type, typed_text
 from clinigym.core.actions import Action
 from clinigym.core.context import AgentContext
@@ -190,8 +198,10 @@ class HttpAgent:
                  base_url: str = "http://127.0.0.1:8000/v1", model: str = "default",
                  api_key_env: str | None = None, timeout: float = 120.0, retries: int = 3,
                  backoff: float = 0.5, max_tokens: int = 512, temperature: float = 0.0,
-                 extra_body: Mapping[str, Any] | str | None = None):
+                 extra_body: Mapping[str, Any] | str | None = None, a11y_chars: int = MAX_A11Y_CHARS):
         self.family = family if isinstance(family, Family) else get_family(family)
+        self.size = context.observation_size if context is not None else None
+        self.a11y_chars = a11y_chars    # the most characters of tree text or mark list a request carries
         self.max_tokens, self.temperature = request.max_tokens(max_tokens), request.temperature(temperature)
         self.client = Client(base_url, model, api_key_env, timeout, retries, backoff, extra_body)
 
@@ -223,10 +233,10 @@ class HttpAgent:
             raise ModelError(f"unexpected reply shape: {json.dumps(reply)[:200]}") from None
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Action:
-        rgb = observation["screenshot"]
-        size = (rgb.shape[1], rgb.shape[0])
-        instruction = observation["instruction"]
-        prompt = self.family.build_messages(instruction, size, data_url(rgb, self.family.resize_for(size)))
+        seen = Observed.of(observation, self.size)
+        size, instruction = seen.size, observation["instruction"]
+        url = None if seen.image is None else data_url(seen.image, self.family.resize_for(size))
+        prompt = self.family.build_messages(instruction, size, url, seen.text(self.family.mark_hint, self.a11y_chars))
         meta: dict[str, Any] = {"family": self.family.name, "model": self.client.model,
                                 "prompt": _without_images(prompt.messages), "sent_size": list(prompt.image_size)}
         t0 = time.monotonic()
@@ -238,7 +248,14 @@ class HttpAgent:
             except ModelError as exc:
                 errors.append(f"{type(exc).__name__}: {exc}"[:300])
         meta.update(latency=time.monotonic() - t0, raw=text, errors=errors)
-        points = self.family.parse(text, size) if text else []
+        marks, problems = self.family.named_marks(text, seen.marks) if text and seen.marks else ([], [])
+        if marks or problems:   # a mark named: its centre, never coordinates the answer also holds
+            points = [mark_centre(m) for m in marks]
+            meta["marks"] = [m.as_dict() for m in marks]
+            if problems:
+                meta["problem"] = "; ".join(problems)
+        else:
+            points = self.family.parse(text, size) if text else []
         meta["points"] = [list(p) for p in points]
         return Action(action_type(instruction), points[0] if points else None,
                       text=typed_text(instruction), meta=meta)

@@ -15,6 +15,7 @@ from typing import Any
 
 from clinigym.agents import plugins, request
 from clinigym.agents.base import Agent
+from clinigym.agents.families.observed import SCREENSHOT
 from clinigym.core.context import AgentContext
 from clinigym.core.errors import AgentError
 
@@ -103,8 +104,8 @@ def _format_names() -> tuple[str, ...]:
     return tuple(FORMATS)
 
 
-# The modes with a screenshot (`clinigym.envs.observations`), for the agents that read it.
-SCREENSHOT = ("screenshot", "screenshot+a11y", "som")
+# The model-server agents send the tree text without a screenshot too (`families.observed`).
+SCREENSHOT_OR_TREE = ("screenshot", "a11y", "screenshot+a11y", "som")
 MAX_TOKENS = {"http": 512, "cua": 1024}   # the agents' own defaults (a click; a turn of several calls)
 
 
@@ -138,14 +139,15 @@ AGENTS: dict[str, AgentEntry] = {e.name: e for e in (
     AgentEntry("http", "a GUI-grounding model behind an OpenAI-compatible API (--model-family, --base-url)", _http,
                (Option("--model-family", "family", "http agent: the model family (see `clinigym agents`)",
                        "ui-tars-1.5", choices=_family_names),
-                *_server_options("http")), observations=SCREENSHOT),
+                *_server_options("http")), observations=SCREENSHOT_OR_TREE),
     AgentEntry("cua", "a computer-use model behind an OpenAI-compatible API that acts freely and ends the "
                       "episode itself (plan and goal modes), in its own format (--cua-format)", _cua,
                (Option("--cua-format", "format", "cua agent: the model's format: ui-tars-1.5, qwen2.5-vl, qwen3-vl, "
                                                  "openai-computer-use or json", "qwen3-vl", choices=_format_names),
                 *_server_options("cua"),
                 Option("--cua-images", "images", "cua agent: screenshots per request, the current one included "
-                                                 "(earlier turns stay as text)", 3, int)), observations=SCREENSHOT),
+                                                 "(earlier turns stay as text)", 3, int)),
+               observations=SCREENSHOT_OR_TREE),
     AgentEntry("guiactor", "GUI-Actor in-process: a click from its action head's attention over screen "
                            "patches (extra `guiactor`, --checkpoint PATH)", _guiactor,
                (Option("--checkpoint", "checkpoint", "guiactor agent: a local GUI-Actor checkpoint folder"),),

@@ -1,4 +1,4 @@
-"""Tasks: `scenarios`, `coverage`, `shape`."""
+"""Tasks: `scenarios`, `coverage`, `shape`, `targets`."""
 from __future__ import annotations
 
 import json
@@ -47,8 +47,44 @@ def cmd_shape(args) -> int:
     return 0
 
 
+def cmd_targets(args) -> int:
+    from tqdm import tqdm
+
+    from clinigym.collect.semantic import propose_targets, rewrite
+    from clinigym.spec.scenarios import select
+    scenarios = [s for s in select(args.pattern) if any(t is not None and t.box is not None
+                                                        for st in s.steps for t in (st.target, st.end_target))]
+    proposed, failed, rewritten = [], [], 0
+    for scenario in tqdm(scenarios, desc="targets", unit="scenario", disable=args.no_progress):
+        try:
+            found = propose_targets(scenario, args.backend)
+        except Exception as exc:  # noqa: BLE001 - one scenario that cannot run must not lose the others
+            failed.append({"scenario": scenario.key, "error": f"{type(exc).__name__}: {exc}"[:500]})
+            continue
+        proposed += found
+        if args.write:
+            rewritten += rewrite(scenario.path, found)
+    rows = [p.to_json() for p in proposed]
+    named = sum(p.checked for p in proposed)
+    anchored = sum(p.checked and p.naming.part is not None for p in proposed)
+    summary = {"box_targets": len(proposed), "named": named, "anchored": anchored, "rewritten": rewritten,
+               "failed": failed, "targets": rows}
+    if args.json:
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+    else:
+        for r in rows:
+            what = json.dumps(r["target"], ensure_ascii=False) if r["checked"] else f"not named: {r['reason']}"
+            print(f"{r['scenario']:<44} step {r['step']:>2} {r['field']:<10} {what}")
+        print(f"{named} of {len(proposed)} box targets named ({anchored} anchored to a named element with a "
+              f"part); {rewritten} rewritten")
+    for f in failed:
+        print(f"error: {f['scenario']}: {f['error']}", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def register(sub) -> None:
     from clinigym.eval.coverage import PROGRAMS
+    from clinigym.runtime.backends import KINDS
     p = sub.add_parser("scenarios", help="list (and validate) scenario files",
                        epilog=examples("clinigym scenarios", "clinigym scenarios 'orthanc/*' --json",
                                        "clinigym scenarios scenarios/orthanc/delete-study.yaml"))
@@ -74,3 +110,19 @@ def register(sub) -> None:
     p.add_argument("--per-program", action="store_true", help="also one row per annotation file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_shape)
+
+    p = sub.add_parser(
+        "targets", help="name the pixel-box targets of scenarios by the programs' own elements",
+        description="Runs each scenario's reference path with the oracle, its program's accessibility on, "
+                    "and proposes for every box target of its steps an element target (role, name, "
+                    "ancestor; a part of a named element's box inside an opaque widget), checked live. "
+                    "--write puts the checked proposals into the scenario files. Exit 1 when a scenario "
+                    "could not run.",
+        epilog=examples("clinigym targets 'aeskulap/*'", "clinigym targets dicomscope/medspot-01-flip --write",
+                        "clinigym targets gnuhealth --json"))
+    p.add_argument("pattern", help="glob on program/id, a program name or a scenario file")
+    p.add_argument("--write", action="store_true", help="rewrite the scenario files with the checked proposals")
+    p.add_argument("--backend", choices=KINDS, help="where the programs run (default: as `run`)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_targets)

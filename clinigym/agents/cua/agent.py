@@ -12,6 +12,12 @@ action name as its type (None when there is none), which the environment reports
 (screenshots replaced by a marker), the raw answer, the calls and their parsed actions,
 the latency and the errors. A server that gives no usable reply after every retry raises
 `clinigym.agents.http.ServerUnavailable` (an infrastructure fault, not the model's turn).
+
+The observation mode decides what else a turn shows (`clinigym.agents.families.observed`):
+the tree text or the mark list after the current screenshot, no screenshot in the a11y
+mode (the Responses format, whose call outputs are screenshots, is refused there). In
+the som mode a call may name a mark (the format's `mark_hint`); the action's meta lists
+the marks used (`marks`), and a number the screen has no mark for refuses the call.
 """
 from __future__ import annotations
 
@@ -24,9 +30,11 @@ from clinigym.agents import request
 from clinigym.agents.cua.base import Dialogue, ReplyError, Settings, Step, last_pointer, no_action, redact
 from clinigym.agents.cua.formats import Format, get_format
 from clinigym.agents.families.coords import Point
+from clinigym.agents.families.observed import MAX_A11Y_CHARS, SCREENSHOT, Observed
 from clinigym.agents.http import Client, data_url
 from clinigym.core.actions import ACTION_TYPES, Action
 from clinigym.core.context import AgentContext
+from clinigym.core.errors import AgentError
 
 
 class CuaAgent:
@@ -36,9 +44,17 @@ class CuaAgent:
                  format: str | Format = "qwen3-vl", base_url: str = "http://127.0.0.1:8000/v1",
                  model: str = "default", api_key_env: str | None = None, timeout: float = 120.0,
                  retries: int = 3, backoff: float = 0.5, images: int = 3, max_tokens: int = 1024,
-                 temperature: float = 0.0, extra_body: Mapping[str, Any] | str | None = None):
+                 temperature: float = 0.0, extra_body: Mapping[str, Any] | str | None = None,
+                 a11y_chars: int = MAX_A11Y_CHARS):
         self.format = get_format(format) if isinstance(format, str) else format
         actions = context.actions if context is not None else ACTION_TYPES
+        self.size = context.observation_size if context is not None else None
+        self.a11y_chars = a11y_chars    # the most characters of tree text or mark list a request carries
+        if context is not None and context.observation not in SCREENSHOT:
+            if self.format.api == "responses":
+                raise AgentError(f"the {self.format.name} format answers every call with a screenshot: run it "
+                                 f"with an observation mode that gives one ({', '.join(SCREENSHOT)})")
+            images = 1   # no screenshots: the window is the current turn, every past turn is text
         settings = Settings(images, request.max_tokens(max_tokens), request.temperature(temperature), tuple(actions))
         self.dialogue: Dialogue = self.format.dialogue(settings)
         self.client = Client(base_url, model, api_key_env, timeout, retries, backoff, extra_body)
@@ -51,14 +67,15 @@ class CuaAgent:
         self.turn = 0
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Action | dict[str, Any]:
-        rgb = observation["screenshot"]
-        sizes = self.format.sizes((rgb.shape[1], rgb.shape[0]))
-        url = data_url(rgb, sizes.sent)
+        seen = Observed.of(observation, self.size)
+        sizes = self.format.sizes(seen.size)
+        url = None if seen.image is None else data_url(seen.image, sizes.sent)
         self.dialogue.observed(url)
         if self.queue:
             return self._hand(self.queue.pop(0), {"format": self.format.name, "turn": self.turn - 1,
                                                   "queued": True})
-        body = self.dialogue.request(observation["instruction"], url, sizes)
+        body = self.dialogue.request(observation["instruction"], url, sizes,
+                                     seen.text(self.format.mark_hint, self.a11y_chars))
         meta: dict[str, Any] = {"format": self.format.name, "model": self.client.model, "turn": self.turn,
                                 "prompt": redact(body), "sent_size": list(sizes.sent)}
         self.turn += 1
@@ -68,7 +85,7 @@ class CuaAgent:
         if reply is None:
             return no_action(None, {**meta, "problem": "the server refused the request"})
         try:
-            reading = self.dialogue.read(reply, url, sizes, self.cursor)
+            reading = self.dialogue.read(reply, url, sizes, self.cursor, seen.marks)
         except ReplyError as exc:
             return no_action(None, {**meta, "problem": str(exc)})
         meta.update(reading.extra, raw=reading.text, usage=reply.get("usage") or {},
@@ -82,7 +99,8 @@ class CuaAgent:
 
     def _hand(self, step: Step, meta: dict[str, Any]) -> Action | dict[str, Any]:
         self.dialogue.handed(step)
-        meta = {**meta, "call": step.native, "native": step.name}
+        meta = {**meta, "call": step.native, "native": step.name,
+                **({"marks": [m.as_dict() for m in step.marks]} if step.marks else {})}
         if step.action is None:
             return no_action(step.name, {**meta, "problem": step.problem})
         return dataclasses.replace(step.action, meta=meta)

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from clinigym.agents.families.coords import Point, Size
+from clinigym.agents.families.observed import Marks
 from clinigym.agents.http import ModelError
 from clinigym.core.actions import Action
 from clinigym.core.errors import ClinigymError
+from clinigym.core.marks import Mark
 
 
 @dataclass(frozen=True)
@@ -31,12 +33,14 @@ class Step:
     action: Action | None
     problem: str | None = None
     call_id: str | None = None       # the Responses API call this step answers
+    marks: tuple[Mark, ...] = ()     # the marks it names for its points (som mode), in order
 
 
-def to_step(native: str, name: str, mapped: Action | str, call_id: str | None = None) -> Step:
+def to_step(native: str, name: str, mapped: Action | str, call_id: str | None = None,
+            marks: tuple[Mark, ...] = ()) -> Step:
     """A call mapped to an action, or refused with the reason a mapper gave instead."""
     if isinstance(mapped, Action):
-        return Step(native, name, mapped, None, call_id)
+        return Step(native, name, mapped, None, call_id, marks)
     return Step(native, name, None, mapped, call_id)
 
 
@@ -64,12 +68,17 @@ class Dialogue(Protocol):
 
     def reset(self) -> None: ...
 
-    def observed(self, image_url: str) -> None:
-        """The screenshot after the last handed-out step (before anything else is asked)."""
+    def observed(self, image_url: str | None) -> None:
+        """The screenshot after the last handed-out step (before anything else is asked);
+        None in a mode without one."""
 
-    def request(self, task: str, image_url: str, sizes: Sizes) -> dict[str, Any]: ...
+    def request(self, task: str, image_url: str | None, sizes: Sizes, text: str | None = None) -> dict[str, Any]:
+        """The request of a turn: the screenshot, and what else the observation shows
+        (`clinigym.agents.families.observed`)."""
 
-    def read(self, reply: dict[str, Any], image_url: str, sizes: Sizes, cursor: Point | None) -> Reading: ...
+    def read(self, reply: dict[str, Any], image_url: str | None, sizes: Sizes, cursor: Point | None,
+             marks: Marks | None = None) -> Reading:
+        """The reply, read; `marks` are the screen's marks that calls may name (som mode)."""
 
     def handed(self, step: Step) -> None:
         """`step` is returned to the environment now."""

@@ -13,19 +13,25 @@ only. `reset()` empties it (the agent's reset: a new episode).
   older turns as "Step i: ..." lines, then the turns within the window as screenshot /
   answer pairs, then the current screenshot (OSWorld's Qwen3-VL agent: "Please generate
   the next move according to the UI screenshot, instruction and previous actions.").
+
+What else the current observation shows (the tree text, the mark list:
+`clinigym.agents.families.observed`) follows the current screenshot in its user message;
+past turns keep their screenshots only. In a mode without screenshots (a11y) the window
+is the current turn alone, so every past turn is text.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from clinigym.agents.families.observed import parts
 from clinigym.agents.families.prompts import image_part, system, text_part, user
 from clinigym.agents.families.thinking import strip_think
 
 
 @dataclass(frozen=True)
 class Turn:
-    image_url: str          # the screenshot as sent
+    image_url: str | None   # the screenshot as sent (None: the mode has none)
     answer: str             # the model's raw answer
 
 
@@ -52,14 +58,19 @@ def assistant(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
 
-def all_texts(history: History, prompt: str, image_url: str) -> list[dict[str, Any]]:
+def _screenshot(turn: Turn) -> dict[str, Any]:
+    assert turn.image_url is not None, "a turn within the window has its screenshot"
+    return image_part(turn.image_url)
+
+
+def all_texts(history: History, prompt: str, image_url: str | None, text: str | None = None) -> list[dict[str, Any]]:
     older, _ = history.split()
     messages = [user(text_part(prompt))]
     for i, turn in enumerate(history.turns):
         if i >= len(older):
-            messages.append(user(image_part(turn.image_url)))
+            messages.append(user(_screenshot(turn)))
         messages.append(assistant(turn.answer))
-    messages.append(user(image_part(image_url)))
+    messages.append(user(*parts(image_url, text)))
     return messages
 
 
@@ -72,12 +83,13 @@ def summary(answer: str) -> str:
     return " ".join(strip_think(answer).split())
 
 
-def summarised(history: History, system_text: str, task: str, image_url: str) -> list[dict[str, Any]]:
+def summarised(history: History, system_text: str, task: str, image_url: str | None,
+               text: str | None = None) -> list[dict[str, Any]]:
     older, recent = history.split()
     lines = "\n".join(f"Step {i + 1}: {summary(t.answer)}" for i, t in enumerate(older)) or "None"
     lead = text_part(PREVIOUS.format(task=task, previous=lines))
-    urls = [t.image_url for t in recent] + [image_url]
-    messages = [system(system_text), user(lead, image_part(urls[0]))]
-    for turn, url in zip(recent, urls[1:]):
-        messages += [assistant(turn.answer), user(image_part(url))]
+    shots = [[_screenshot(t)] for t in recent] + [parts(image_url, text)]
+    messages = [system(system_text), user(lead, *shots[0])]
+    for turn, shot in zip(recent, shots[1:]):
+        messages += [assistant(turn.answer), user(*shot)]
     return messages

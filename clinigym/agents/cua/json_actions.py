@@ -3,7 +3,9 @@ one JSON object per turn in the environment's dict form (`Action.to_json`: "type
 "point", "end_point", "text", "keys", "scroll"), points in pixels of the screenshot as
 sent (the observation itself). The prompt is this project's own (no published one
 exists for this vocabulary); it lists only the action types the environment accepts.
-Several objects in one answer are several actions, in order."""
+Several objects in one answer are several actions, in order. In the som mode an object
+may name marks instead of points: "mark" in place of "point", "end_mark" in place of
+"end_point" (``{"type": "click", "mark": 12}``); a number with no mark refuses it."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,6 +15,7 @@ from clinigym.agents.cua.base import Reading, Sizes, Step
 from clinigym.agents.cua.chat import ChatFormat
 from clinigym.agents.cua.history import History, summarised
 from clinigym.agents.families.coords import PIXELS, Point
+from clinigym.agents.families.observed import MarkError, Marks, mark_at, mark_centre
 from clinigym.agents.families.resize import AsIs
 from clinigym.agents.families.thinking import strip_think
 from clinigym.core.actions import ACTIONS, Action, InvalidAction, from_mapping
@@ -63,6 +66,8 @@ class JsonActions(ChatFormat):
     sources = ("clinigym.core.actions (the action registry and its dict form); this project's prompt",)
     space = PIXELS
     resize = AsIs()
+    mark_hint = ('"mark": N in place of "point", "end_mark": N in place of "end_point", '
+                 'e.g. {"type": "click", "mark": 12}')
 
     def system(self, sizes: Sizes, actions: tuple[str, ...]) -> str:
         listed = [a for a in actions or tuple(ACTIONS) if a in SAMPLES]
@@ -71,25 +76,26 @@ class JsonActions(ChatFormat):
         return SYSTEM.format(w=sizes.sent[0], h=sizes.sent[1], actions=lines,
                              endings=f" Reply {endings}." if endings else "")
 
-    def messages(self, task: str, history: History, image_url: str, sizes: Sizes,
-                 actions: tuple[str, ...]) -> list[dict]:
-        return summarised(history, self.system(sizes, actions), task, image_url)
+    def messages(self, task: str, history: History, image_url: str | None, sizes: Sizes,
+                 actions: tuple[str, ...], text: str | None = None) -> list[dict]:
+        return summarised(history, self.system(sizes, actions), task, image_url, text)
 
-    def _step(self, native: str, obj: dict, sizes: Sizes) -> Step:
+    def _step(self, native: str, obj: dict, sizes: Sizes, marks: Marks | None) -> Step:
         name = obj.get("type")
         if not isinstance(name, str):
             return Step(native, "unreadable", None, f"the type {name!r} is not an action name")
         try:
             sent = from_mapping(obj)
-        except InvalidAction as exc:
+            start, end = mark_at(marks, obj.get("mark")), mark_at(marks, obj.get("end_mark"))
+        except (InvalidAction, MarkError) as exc:
             return Step(native, name, None, str(exc))
         action = dataclasses.replace(
-            sent, point=sent.point and self.to_obs(sent.point, sizes),
-            end_point=sent.end_point and self.to_obs(sent.end_point, sizes))
-        return Step(native, name, action)
+            sent, point=mark_centre(start) if start else sent.point and self.to_obs(sent.point, sizes),
+            end_point=mark_centre(end) if end else sent.end_point and self.to_obs(sent.end_point, sizes))
+        return Step(native, name, action, marks=tuple(m for m in (start, end) if m is not None))
 
-    def parse(self, text: str, sizes: Sizes, cursor: Point | None) -> Reading:
-        return Reading(text, [self._step(src, obj, sizes) for src, obj in objects(strip_think(text))])
+    def parse(self, text: str, sizes: Sizes, cursor: Point | None, marks: Marks | None = None) -> Reading:
+        return Reading(text, [self._step(src, obj, sizes, marks) for src, obj in objects(strip_think(text))])
 
     def write(self, action: Action, sizes: Sizes) -> str:
         def native(p: Point | None) -> list[int] | None:

@@ -23,6 +23,9 @@ pyautogui.scroll(pixels), wheel clicks on X11), hscroll(pixels) -> pixels notche
 wait -> wait, terminate(success) -> done(), terminate(failure) -> fail, answer(text) ->
 answer(text). triple_click and middle_click have no equivalent and are refused (the
 cookbook's own executor turns a triple click into a double click: a guess, not made here).
+
+In the som mode a call may name a mark instead: ``"mark": N`` in place of "coordinate"
+(``{"action": "left_click", "mark": 12}``); a number with no mark refuses the call.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ from clinigym.agents.cua.chat import ChatFormat
 from clinigym.agents.cua.history import History, summarised
 from clinigym.agents.families import get_family
 from clinigym.agents.families.coords import PIXELS, REL_1000, Point, Space
+from clinigym.agents.families.observed import MarkError, Marks, mark_at, mark_centre
 from clinigym.agents.families.prompts import _computer_use_tool as qwen25_tool
 from clinigym.agents.families.resize import AsIs, SmartResize
 from clinigym.agents.families.thinking import strip_think
@@ -168,6 +172,8 @@ _CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.S)
 
 
 class Qwen(ChatFormat):
+    mark_hint = '"mark": N in place of "coordinate", e.g. {"action": "left_click", "mark": 12}'
+
     def __init__(self, name: str, description: str, coords: str, sources: tuple[str, ...], space: Space,
                  resize: SmartResize | AsIs, tool: Callable[[Sizes], dict[str, Any]]):
         self.name, self.description, self.coords, self.sources = name, description, coords, sources
@@ -176,11 +182,11 @@ class Qwen(ChatFormat):
     def system(self, sizes: Sizes) -> str:
         return NOUS_SYSTEM.format(tool_descs=json.dumps(self.tool(sizes), ensure_ascii=False))
 
-    def messages(self, task: str, history: History, image_url: str, sizes: Sizes,
-                 actions: tuple[str, ...]) -> list[dict]:
-        return summarised(history, self.system(sizes), task, image_url)
+    def messages(self, task: str, history: History, image_url: str | None, sizes: Sizes,
+                 actions: tuple[str, ...], text: str | None = None) -> list[dict]:
+        return summarised(history, self.system(sizes), task, image_url, text)
 
-    def _step(self, native: str, body: str, sizes: Sizes, cursor: Point | None) -> Step:
+    def _step(self, native: str, body: str, sizes: Sizes, cursor: Point | None, marks: Marks | None) -> Step:
         try:
             call = json.loads(body)
             args = call["arguments"]
@@ -192,19 +198,23 @@ class Qwen(ChatFormat):
             return Step(native, "unreadable", None, "not a JSON function call")
         if name != FUNCTION:
             return Step(native, str(name), None, f"{name} is not the {FUNCTION} function")
+        try:
+            mark = mark_at(marks, args.get("mark"))
+        except MarkError as exc:
+            return Step(native, action, None, str(exc))
         coordinate = args.get("coordinate")
-        point = None
-        if (isinstance(coordinate, list) and len(coordinate) == 2
+        point = mark_centre(mark) if mark else None
+        if (point is None and isinstance(coordinate, list) and len(coordinate) == 2
                 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in coordinate)):
             point = self.to_obs((float(coordinate[0]), float(coordinate[1])), sizes)
         mapper = MAPPING.get(action)
         return to_step(native, action, mapper(_Args(args, point, cursor)) if mapper else
-                       f"{action} has no equivalent action")
+                       f"{action} has no equivalent action", marks=(mark,) if mark else ())
 
-    def parse(self, text: str, sizes: Sizes, cursor: Point | None) -> Reading:
+    def parse(self, text: str, sizes: Sizes, cursor: Point | None, marks: Marks | None = None) -> Reading:
         steps = []
         for m in _CALL.finditer(strip_think(text)):
-            steps.append(self._step(m[0].strip(), m[1], sizes, cursor))
+            steps.append(self._step(m[0].strip(), m[1], sizes, cursor, marks))
             cursor = last_pointer(steps[-1:], cursor)
         return Reading(text, steps)
 

@@ -17,6 +17,11 @@ move -> hover, scroll(scroll_x, scroll_y pixels) -> wheel notches at 100 pixels 
 screenshot follows). A reply with no computer_call but a message ends the episode: its
 text is the model's answer (answer(text)), an empty message is done(). A reply with
 neither is no action.
+
+What else the observation shows (the tree text, the mark list: `families.observed`)
+follows the task in the first request and is a user message after the call outputs in
+the next ones. The tool's actions hold x and y only, so no call names a mark; and as
+every call output is a screenshot, this format needs a mode with one.
 """
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ from clinigym.agents.cua.base import (
     to_step,
 )
 from clinigym.agents.families.coords import PIXELS, Point, Size
+from clinigym.agents.families.observed import Marks, shown
 from clinigym.agents.families.prompts import openai_computer_use
 from clinigym.agents.families.resize import AsIs
 from clinigym.agents.http import responses_input
@@ -104,6 +110,7 @@ class OpenAIComputerUse:
                "openai/openai-cua-sample-app (the loop over output items)")
     space = PIXELS
     resize = AsIs()
+    mark_hint = None              # its calls hold x and y only
 
     def sizes(self, observation: Size) -> Sizes:
         return Sizes(observation, self.resize.size(observation))
@@ -196,24 +203,28 @@ class ResponsesDialogue:
     def handed(self, step: Step) -> None:
         self.last = step.call_id
 
-    def observed(self, image_url: str) -> None:
+    def observed(self, image_url: str | None) -> None:
         if self.last in self.calls:
             self.calls[self.last]["image"] = image_url
 
-    def request(self, task: str, image_url: str, sizes: Sizes) -> dict[str, Any]:
-        prompt = openai_computer_use(task, sizes.sent, image_url)
+    def request(self, task: str, image_url: str | None, sizes: Sizes, text: str | None = None) -> dict[str, Any]:
+        assert image_url is not None, "the agent refuses this format in a mode without a screenshot"
+        prompt = shown(openai_computer_use(task, sizes.sent, image_url), True, text)
         first = {"input": responses_input(prompt.messages), "tools": prompt.tools, **prompt.extra}
         if self.previous is None:
             return first
-        outputs = [{"type": "computer_call_output", "call_id": call_id,
-                    "acknowledged_safety_checks": call["checks"],
-                    "output": {"type": "input_image", "image_url": call["image"] or image_url}}
-                   for call_id, call in self.calls.items()]
+        outputs: list[dict[str, Any]] = [
+            {"type": "computer_call_output", "call_id": call_id, "acknowledged_safety_checks": call["checks"],
+             "output": {"type": "input_image", "image_url": call["image"] or image_url}}
+            for call_id, call in self.calls.items()]
+        if outputs and text:   # the current screen's tree or marks, after the screenshots of the calls
+            outputs.append({"role": "user", "content": [{"type": "input_text", "text": text}]})
         # after a reply without calls the episode goes on (the environment did not end it):
         # the task and the screen again, in the same conversation
         return {**first, "previous_response_id": self.previous, "input": outputs or first["input"]}
 
-    def read(self, reply: dict[str, Any], image_url: str, sizes: Sizes, cursor: Point | None) -> Reading:
+    def read(self, reply: dict[str, Any], image_url: str | None, sizes: Sizes, cursor: Point | None,
+             marks: Marks | None = None) -> Reading:
         reading = self.fmt.parse(reply, sizes)
         if not isinstance(reply.get("id"), str):
             raise ReplyError("a response without an id")

@@ -16,6 +16,10 @@ pyautogui.scroll(+-5); without a point, at the pointer), scroll with an end_box 
 parser's gesture scroll), wait -> wait, finished(content) -> answer(content) or done()
 when it carries no text, call_user (UI-TARS v1's "the task is unsolvable") -> fail. Any
 other call (keydown, long_press, open_app, ...) has no equivalent and is refused.
+
+In the som mode a call may name marks instead of boxes: ``mark=N`` in place of
+start_box, ``end_mark=N`` in place of end_box (``click(mark=12)``, ``drag(mark=3,
+end_mark=7)``); a number with no mark refuses the call.
 """
 from __future__ import annotations
 
@@ -29,9 +33,11 @@ from clinigym.agents.cua.chat import ChatFormat
 from clinigym.agents.cua.history import History, all_texts
 from clinigym.agents.families import get_family
 from clinigym.agents.families.coords import Point, centre
+from clinigym.agents.families.observed import MarkError, Marks, mark_at, mark_centre
 from clinigym.agents.families.syntax import numbers
 from clinigym.agents.families.thinking import strip_think
 from clinigym.core.actions import Action
+from clinigym.core.marks import Mark
 
 # bytedance/UI-TARS codes/prompts.py COMPUTER_USE (README "Prompt Usage Guide": desktop
 # tasks), verbatim; the escapes are the file's, so the model reads \', \" and \n.
@@ -168,10 +174,11 @@ class UiTars(ChatFormat):
     family = get_family("ui-tars-1.5")
     space = family.space
     resize = family.resize
+    mark_hint = "mark=N in place of start_box, end_mark=N in place of end_box, e.g. click(mark=12)"
 
-    def messages(self, task: str, history: History, image_url: str, sizes: Sizes,
-                 actions: tuple[str, ...]) -> list[dict]:
-        return all_texts(history, COMPUTER_USE.format(language=LANGUAGE, instruction=task), image_url)
+    def messages(self, task: str, history: History, image_url: str | None, sizes: Sizes,
+                 actions: tuple[str, ...], text: str | None = None) -> list[dict]:
+        return all_texts(history, COMPUTER_USE.format(language=LANGUAGE, instruction=task), image_url, text)
 
     def _native_point(self, kwargs: dict[str, object], keys: tuple[str, ...], sizes: Sizes) -> Point | None:
         for k in keys:
@@ -181,7 +188,13 @@ class UiTars(ChatFormat):
                 return self.to_obs(centre(values), sizes)
         return None
 
-    def parse(self, text: str, sizes: Sizes, cursor: Point | None) -> Reading:
+    def _point(self, kwargs: dict[str, object], keys: tuple[str, ...], mark_key: str, sizes: Sizes,
+               marks: Marks | None) -> tuple[Point | None, Mark | None]:
+        """A point of a call: the centre of the mark it names, else its box's (MarkError)."""
+        mark = mark_at(marks, kwargs.get(mark_key))
+        return (mark_centre(mark), mark) if mark else (self._native_point(kwargs, keys, sizes), None)
+
+    def parse(self, text: str, sizes: Sizes, cursor: Point | None, marks: Marks | None = None) -> Reading:
         body = strip_think(text)
         thought = _THOUGHT.search(body)
         extra = {"thought": thought[1]} if thought else {}
@@ -192,10 +205,16 @@ class UiTars(ChatFormat):
             if name is None:
                 steps.append(Step(native, "unreadable", None, "not a call UI-TARS' parser can read"))
                 continue
-            args = _Args(kwargs, self._native_point(kwargs, START_KEYS, sizes),
-                         self._native_point(kwargs, END_KEYS, sizes), cursor)
+            try:
+                (start, start_mark), (end, end_mark) = (self._point(kwargs, START_KEYS, "mark", sizes, marks),
+                                                        self._point(kwargs, END_KEYS, "end_mark", sizes, marks))
+            except MarkError as exc:
+                steps.append(Step(native, name, None, str(exc)))
+                continue
             mapper = MAPPING.get(name)
-            steps.append(to_step(native, name, mapper(args) if mapper else f"{name} has no equivalent action"))
+            named = tuple(m for m in (start_mark, end_mark) if m is not None)
+            steps.append(to_step(native, name, mapper(_Args(kwargs, start, end, cursor)) if mapper else
+                                 f"{name} has no equivalent action", marks=named))
             cursor = last_pointer(steps[-1:], cursor)
         return Reading(text, steps, extra)
 

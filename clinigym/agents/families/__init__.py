@@ -11,6 +11,7 @@ answer text to points in observation pixels (and back, for test servers).
 Modules: ``resize`` (smart_resize and the per-family budgets), ``coords`` (native
 coordinate spaces), ``syntax`` (finding coordinates in text), ``thinking`` (think
 blocks), ``prompts`` (the published prompts), ``answers`` (writing native answers),
+``observed`` (what a request shows of each observation mode: the tree text, the marks),
 ``family`` (the Family type), ``registry`` (the table of families).
 """
 from clinigym.agents.families.family import Family

@@ -11,10 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from clinigym.agents.families.coords import Point, Size, Space, centre, inside
+from clinigym.agents.families.observed import Marks, named_marks, shown
 from clinigym.agents.families.prompts import Prompt
 from clinigym.agents.families.resize import AsIs, SmartResize
 from clinigym.agents.families.syntax import Syntax
 from clinigym.agents.families.thinking import strip_think
+from clinigym.core.marks import Mark
 
 PromptBuilder = Callable[[str, Size, str], Prompt]
 Writer = Callable[[list[Point], Space], str]
@@ -31,15 +33,18 @@ class Family:
     syntax: Syntax
     writer: Writer
     sources: tuple[str, ...] = ()
+    mark_hint: str | None = None   # how it names a mark in the som mode (`observed`); None: it cannot
 
     def resize_for(self, size: Size) -> Size:
         """(w, h) to which the client resizes a (w, h) observation before sending."""
         return self.resize.size(size)
 
-    def build_messages(self, instruction: str, size: Size, image_url: str) -> Prompt:
+    def build_messages(self, instruction: str, size: Size, image_url: str | None, text: str | None = None) -> Prompt:
         """The request for one step: ``size`` is the observation's (w, h); ``image_url``
-        the data URL of the screenshot already resized to ``resize_for(size)``."""
-        return self.prompt(instruction, self.resize_for(size), image_url)
+        the data URL of the screenshot already resized to ``resize_for(size)``, None when
+        the observation has none; ``text`` what else it shows (`observed.Observed.text`)."""
+        prompt = self.prompt(instruction, self.resize_for(size), image_url or "")
+        return shown(prompt, image_url is not None, text)
 
     def parse(self, text: str, size: Size) -> list[Point]:
         """Points in observation pixels, best first; [] when nothing parsable.
@@ -52,6 +57,11 @@ class Family:
             if inside(point, size):
                 out.append(point)
         return out
+
+    def named_marks(self, text: str, marks: Marks) -> tuple[list[Mark], list[str]]:
+        """The marks the answer names in the som mode, in order, and why each other number it
+        names is no mark; none when the family has no way to name one."""
+        return named_marks(strip_think(text or ""), marks) if self.mark_hint else ([], [])
 
     def format_answer(self, points: list[Point], size: Size) -> str:
         """The family's native answer text for observation points (inverse of parse,

@@ -1,0 +1,166 @@
+"""Naming a target by meaning: for a target box on a screen, the program's own element that
+is the target (or, inside an opaque widget, the named element it lies in and where), and a
+selector that names exactly that element in the tree.
+
+Used to propose `element` targets: for the clicks `clinigym collect` records, and to convert
+a scenario's pixel boxes (`clinigym targets`). Pure: a tree and a box in, a `Naming` out.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from clinigym.core.elements import Element, Selector, Tree
+from clinigym.core.geometry import Box
+
+__all__ = ["MAX_GROWTH", "Naming", "name_target", "selector_data"]
+
+MAX_GROWTH = 4.0     # an element up to this many times the box's area (and holding its centre) is the target
+MIN_MENTIONED = 4    # characters: a shorter name with a digit is not trusted even when mentioned
+_GLOB = re.compile(r"[*?\[]")
+CONTAINERS = frozenset({"application", "frame", "window", "filler", "panel", "scroll pane", "viewport",
+                        "split pane", "layered pane", "root pane", "RootWebArea", "generic", "WebArea"})
+
+
+@dataclass(frozen=True)
+class Naming:
+    """A proposal for one target: `selector` names `element` (alone in the tree); `part` is
+    where the box lies inside the element's box (fractions), for an anchored target; or,
+    without a selector, `reason` says why none is proposed."""
+    selector: Selector | None = None
+    element: Element | None = None
+    part: tuple[float, float, float, float] | None = None
+    reason: str = ""
+
+    def target_data(self) -> dict[str, Any] | None:
+        """The scenario's `target` mapping, or None."""
+        if self.selector is None:
+            return None
+        data: dict[str, Any] = {"element": selector_data(self.selector)}
+        if self.part is not None:
+            data["part"] = list(self.part)
+        return data
+
+
+def selector_data(selector: Selector) -> dict[str, Any]:
+    """A selector as a scenario writes it (the inverse of `Selector.from_data`)."""
+    data: dict[str, Any] = {}
+    if selector.role is not None:
+        data["role"] = selector.role
+    if selector.name is not None:
+        data["name"] = selector.name
+    if selector.regex is not None:
+        data["name"] = {"regex": selector.regex}
+    if selector.within is not None:
+        data["within"] = selector_data(selector.within)
+    if selector.index is not None:
+        data["index"] = selector.index
+    return data
+
+
+def name_target(tree: Tree, box: Box, mentioned: str = "") -> Naming:
+    """The element that is the target `box` (screen pixels, as the tree's), named: among the
+    elements holding the box's centre (in the active window, when one holds it) and at most
+    `MAX_GROWTH` times its area, the smallest named one, else the smallest unnamed one; else
+    the smallest named element holding the whole box, with the box as its `part`.
+
+    A name with a digit is used only when `mentioned` (the scenario's own text, its
+    fixtures' names and ids) holds it: ages, times, counts and ports change from run to run."""
+    stable = _Stable(mentioned)
+    x, y = box.center
+    on_top = _active_window(tree, x, y)
+    holding = sorted(((e, up) for e, up in _with_ancestors(tree) if e.box is not None and e.box.contains(x, y)
+                      and e.role not in CONTAINERS and (on_top is None or e is on_top or on_top in up)),
+                     key=lambda pair: pair[0].box.area if pair[0].box else 0.0)
+    if not holding:
+        return Naming(reason="no element the program shows holds the target's centre (an opaque widget "
+                             "without an accessible element)")
+    fitting = [(e, up) for e, up in holding if e.box is not None and e.box.area <= MAX_GROWTH * max(box.area, 1.0)]
+    # A named element first: an unnamed one (a cell's inner part) is found only through its place.
+    for element, ancestors in sorted(fitting, key=lambda pair: not pair[0].name):
+        selector = _unique(tree, element, ancestors, stable)
+        if selector is not None:
+            return Naming(selector, element)
+    for element, ancestors in holding:
+        assert element.box is not None
+        if _inside(box, element.box) and element.name and stable(element.name):
+            selector = _unique(tree, element, ancestors, stable)
+            if selector is not None:
+                return Naming(selector, element, _part(box, element.box))
+    smallest = holding[0][0]
+    return Naming(reason=f"the smallest element holding it ({smallest.role} {smallest.name!r}) is much larger "
+                         f"than the target, and no named element holding the whole target is named uniquely")
+
+
+def _active_window(tree: Tree, x: float, y: float) -> Element | None:
+    """The active top-level window (AT-SPI's `active` state) when it holds the point: what
+    is under a modal dialog is not what a click there reaches."""
+    for root in tree.roots:
+        for window in (root, *root.children):
+            if "active" in window.states and window.box is not None and window.box.contains(x, y):
+                return window
+    return None
+
+
+@dataclass(frozen=True)
+class _Stable:
+    mentioned: str
+
+    def __call__(self, name: str) -> bool:
+        if not any(c.isdigit() for c in name):
+            return True
+        # "1" or "12" is in any file; a fixture's id or name ("CG0005", "IMG0003") is not by chance.
+        return len(name) >= MIN_MENTIONED and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", self.mentioned) is not None
+
+
+def _unique(tree: Tree, element: Element, ancestors: tuple[Element, ...],
+            stable: _Stable) -> Selector | None:
+    """The simplest selector that finds exactly `element`: role and name (when it has a
+    name); then within one of its nearest named ancestors; then within the nearest, with an
+    index among the matches."""
+    if element.name and not stable(element.name):
+        return None
+    own = _selector(element)
+    if element.name and _only(tree, own, element):   # an unnamed one always says where it is
+        return own
+    named = [a for a in reversed(ancestors) if a.name and stable(a.name) and a.role != "application"]
+    for ancestor in named[:3]:
+        candidate = _selector(element, within=_selector(ancestor))
+        if _only(tree, candidate, element):
+            return candidate
+    base = _selector(element, within=_selector(named[0]) if named else None)
+    found = tree.find(base)
+    if element in found:
+        return _selector(element, within=base.within, index=found.index(element))
+    return None
+
+
+def _selector(element: Element, within: Selector | None = None, index: int | None = None) -> Selector:
+    """Role and exact name (a name holding glob characters as an anchored regex)."""
+    if element.name and _GLOB.search(element.name):
+        return Selector(role=element.role, regex=f"^{re.escape(element.name)}$", within=within, index=index)
+    return Selector(role=element.role, name=element.name or None, within=within, index=index)
+
+
+def _only(tree: Tree, selector: Selector, element: Element) -> bool:
+    return tree.find(selector) == [element]
+
+
+def _inside(inner: Box, outer: Box) -> bool:
+    return outer.x1 <= inner.x1 and outer.y1 <= inner.y1 and inner.x2 <= outer.x2 and inner.y2 <= outer.y2
+
+
+def _part(box: Box, within: Box) -> tuple[float, float, float, float]:
+    w, h = within.x2 - within.x1, within.y2 - within.y1
+    return (round((box.x1 - within.x1) / w, 4), round((box.y1 - within.y1) / h, 4),
+            round((box.x2 - within.x1) / w, 4), round((box.y2 - within.y1) / h, 4))
+
+
+def _with_ancestors(tree: Tree) -> Iterator[tuple[Element, tuple[Element, ...]]]:
+    stack: list[tuple[Element, tuple[Element, ...]]] = [(root, ()) for root in reversed(tree.roots)]
+    while stack:
+        element, ancestors = stack.pop()
+        yield element, ancestors
+        stack.extend((child, (*ancestors, element)) for child in reversed(element.children))

@@ -1,0 +1,83 @@
+"""Naming a target box by the program's own element (`clinigym.core.naming`), on hand-made
+trees: the element that is the target, the simplest selector that names it alone, an
+anchored part inside an opaque widget, and the reason when nothing can be named."""
+from __future__ import annotations
+
+from clinigym.core.elements import Raw, Selector, assemble
+from clinigym.core.geometry import Box
+from clinigym.core.naming import name_target, selector_data
+from clinigym.spec.conditions import Target
+
+TREE = assemble([
+    Raw("app", None, "application", "viewer"),
+    Raw("w", "app", "frame", "Viewer", box=Box(0, 0, 1000, 800)),
+    Raw("bar", "w", "menu bar", box=Box(0, 0, 1000, 30)),
+    Raw("file", "bar", "menu item", "File", box=Box(0, 0, 40, 30)),
+    Raw("view", "bar", "menu item", "View", box=Box(40, 0, 80, 30)),
+    Raw("d", "w", "dialog", "Open", box=Box(200, 200, 800, 600)),
+    Raw("name", "d", "text", "", box=Box(220, 220, 780, 245)),
+    Raw("ok", "d", "push button", "OK", box=Box(700, 550, 780, 580)),
+    Raw("p1", "w", "panel", "Left", box=Box(0, 40, 100, 100)),
+    Raw("b1", "p1", "push button", "Apply", box=Box(10, 50, 90, 70)),
+    Raw("p2", "w", "panel", "Right", box=Box(900, 40, 1000, 100)),
+    Raw("b2", "p2", "push button", "Apply", box=Box(910, 50, 990, 70)),
+    Raw("img", "w", "drawing area", "Image view", box=Box(100, 650, 900, 790)),
+    Raw("odd", "w", "push button", "Zoom [x2]", box=Box(920, 700, 990, 720)),
+])
+
+
+def test_a_named_element_is_named_by_role_and_name():
+    naming = name_target(TREE, Box(2, 2, 38, 28))           # a hand-measured box inside the File menu
+    assert naming.selector == Selector(role="menu item", name="File") and naming.part is None
+    assert naming.target_data() == {"element": {"role": "menu item", "name": "File"}}
+
+
+def test_an_unnamed_element_is_named_within_its_nearest_named_ancestor():
+    naming = name_target(TREE, Box(220, 220, 780, 245))
+    assert naming.target_data() == {"element": {"role": "text", "within": {"role": "dialog", "name": "Open"}}}
+
+
+def test_two_alike_elements_are_told_apart_by_their_panels():
+    assert name_target(TREE, Box(912, 52, 988, 68)).target_data() == {
+        "element": {"role": "push button", "name": "Apply", "within": {"role": "panel", "name": "Right"}}}
+
+
+def test_a_point_in_an_opaque_widget_is_anchored_to_it():
+    naming = name_target(TREE, Box(480, 700, 520, 740))      # a click in the image view
+    assert naming.target_data() == {"element": {"role": "drawing area", "name": "Image view"},
+                                    "part": [0.475, 0.3571, 0.525, 0.6429]}
+    # the scenario's target resolves back to the box (to the rounding of the fractions)
+    back = Target.model_validate(naming.target_data()).in_element(naming.element.box)
+    assert [round(v) for v in back.as_list()] == [480, 700, 520, 740]
+
+
+def test_a_name_with_glob_characters_is_an_anchored_regex():
+    naming = name_target(TREE, Box(920, 700, 990, 720), "instruction: Click 'Zoom [x2]'.")
+    assert selector_data(naming.selector) == {"role": "push button", "name": {"regex": "^Zoom\\ \\[x2\\]$"}}
+    assert TREE.find(naming.selector) == [naming.element]
+
+
+def test_nothing_holding_the_centre_is_a_reason():
+    naming = name_target(TREE, Box(150, 620, 170, 640))     # only the frame (a container) holds it
+    assert naming.selector is None and naming.target_data() is None
+    assert naming.reason.startswith("no element the program shows holds the target's centre")
+
+
+def test_a_selector_written_out_loads_back():
+    selector = Selector(role="push button", name="Apply", within=Selector(role="panel", name="Right"), index=0)
+    assert Selector.from_data(selector_data(selector)) == selector
+
+
+def test_a_name_with_a_digit_is_used_only_when_the_scenario_mentions_it():
+    tree = assemble([
+        Raw("w", None, "frame", "Client - doctor@127.0.0.1:23840", box=Box(0, 0, 1000, 800)),
+        Raw("row", "w", "table cell", "", box=Box(0, 100, 1000, 120)),
+        Raw("id", "row", "table cell", "CG0005", box=Box(0, 100, 100, 120)),
+        Raw("age", "row", "table cell", "48y 10m 15d", box=Box(100, 100, 300, 120)),
+    ])
+    age = Box(110, 102, 290, 118)
+    # the age changes from day to day, the port from run to run: neither names the target
+    assert name_target(tree, age).reason.startswith("the smallest element holding it")
+    assert name_target(tree, age, "patients: [CG0005]").reason.startswith("the smallest element holding it")
+    assert name_target(tree, Box(2, 102, 98, 118), "patients: [CG0005]").target_data() == {
+        "element": {"role": "table cell", "name": "CG0005"}}
