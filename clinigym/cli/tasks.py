@@ -11,6 +11,8 @@ from clinigym.cli.conventions import examples
 def cmd_scenarios(args) -> int:
     from clinigym.spec.scenarios import select
     scenarios = select(args.pattern)
+    if args.targets:
+        return _target_kinds(scenarios, args.json)
     if args.json:
         print(json.dumps([{"key": s.key, "gym_id": s.gym_id, "app": s.app, "steps": len(s.steps),
                            "overview": s.overview, "path": str(s.path)} for s in scenarios], indent=2))
@@ -18,6 +20,26 @@ def cmd_scenarios(args) -> int:
     for s in scenarios:
         print(f"{s.gym_id:<48} {len(s.steps)} steps  {s.overview}")
     print(f"{len(scenarios)} scenarios")
+    return 0
+
+
+def _target_kinds(scenarios, as_json: bool) -> int:
+    """How the steps' targets (drag ends included) are found, per program."""
+    from collections import Counter
+    kinds: dict[str, Counter] = {}
+    for s in scenarios:
+        for step in s.steps:
+            for target in (step.target, step.end_target):
+                if target is not None:
+                    kinds.setdefault(s.app, Counter())[target.kind] += 1
+    rows = {app: {k: c[k] for k in ("element", "selector", "box")} for app, c in sorted(kinds.items())}
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'program':<12} {'element':>8} {'selector':>9} {'box':>5} {'by meaning':>11}")
+    for app, c in rows.items():
+        print(f"{app:<12} {c['element']:>8} {c['selector']:>9} {c['box']:>5} "
+              f"{(c['element'] + c['selector']) / sum(c.values()):>10.1%}")
     return 0
 
 
@@ -90,6 +112,8 @@ def register(sub) -> None:
                                        "clinigym scenarios scenarios/orthanc/delete-study.yaml"))
     p.add_argument("pattern", nargs="?", default="*",
                    help="glob on program/id, a program name or a scenario file (default: all)")
+    p.add_argument("--targets", action="store_true",
+                   help="instead: how the steps' targets are found, per program (element, selector, box)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_scenarios)
 

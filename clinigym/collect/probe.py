@@ -15,7 +15,9 @@ from clinigym.collect.actions import suggest
 from clinigym.collect.boxes import area_fraction, contains
 from clinigym.collect.errors import ActionError
 from clinigym.collect.press import press_probe
+from clinigym.core.elements import Tree
 from clinigym.core.errors import InvalidAction
+from clinigym.core.naming import name_point
 from clinigym.core.screen import Frame, changed_pixels
 
 if TYPE_CHECKING:
@@ -73,8 +75,19 @@ class Probe:
         self._look_before()
 
     def _look_before(self) -> None:
-        """The DOM box (browser programs), or the OCR started (the others)."""
+        """The DOM box (browser programs), or the OCR started (the others); the element the
+        program's tree has under the point (programs with accessibility on)."""
         s = self.s
+        if s.backend.accessibility and not s.has_dom and self.point is not None:
+            t = time.monotonic()
+            tree = s.backend.elements()
+            most = prop.MAX_AREA_FRACTION * s.width * s.height
+            found = _element_at(tree, self.point, most)
+            if found is not None:
+                self.candidates.append(found)
+            if self.kind == "drag":
+                self.end_proposal = _element_at(tree, self.action["end_point"], most)
+            self.timings["elements"] = time.monotonic() - t
         if s.has_dom:
             t = time.monotonic()
             self.landmarks_before = s._dom(prop.dom_landmarks)
@@ -177,3 +190,12 @@ class Probe:
         step.box = list(proposal.box)
         step.end_box = list(end_proposal.box) if end_proposal else None
         return step
+
+
+def _element_at(tree: Tree, point, max_area: float) -> prop.Proposal | None:
+    """The `element` proposal for the point: the interactive element there, named alone."""
+    naming = name_point(tree, (float(point[0]), float(point[1])), max_area)
+    if naming.element is None or naming.element.box is None:
+        return None
+    return prop.Proposal("element", naming.element.box.as_list(), label=naming.element.name or None,
+                         element=naming.target_data())

@@ -8,6 +8,9 @@ Sources, best first:
   meaningful clickable ancestor (a link, a button, a form control, an element
   with a role or a click handler), its box on the screen, and a CSS selector
   (+ text) that resolves to exactly that element when one exists.
+- `element`: programs with an accessibility tree: the interactive element the program
+  itself says is under the point, its box, and an `element` target that names it alone
+  (`clinigym.core.naming.name_point`).
 - `hover`: the element's own rollover feedback: what changed when the pointer
   moved onto the point (a toolbar button's border), the changed part that
   contains the point.
@@ -41,11 +44,12 @@ SEED_TOLERANCE = 10          # colour distance (max over channels) of "the same 
 
 @dataclass
 class Proposal:
-    source: str                      # dom, hover, press, changed, region, ocr, point
+    source: str                      # dom, element, hover, press, changed, region, ocr, point
     box: list[float]
     selector: str | None = None      # dom: a CSS selector that resolves to the element
     text: str | None = None          # dom: with selector, the element's text contains this
     label: str | None = None         # the element's visible text or name (for instructions)
+    element: dict | None = None      # element: the scenario target naming it in the program's tree
     detail: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -313,13 +317,13 @@ def dom_landmarks(devtools) -> dict[str, list[float]]:
 
 # -- choosing --------------------------------------------------------------------------------
 ORDER = {
-    "click": ("dom", "hover", "press", "changed", "ocr", "region", "point"),
-    "double_click": ("dom", "hover", "changed", "ocr", "region", "point"),
-    "right_click": ("dom", "hover", "ocr", "changed", "region", "point"),
-    "drag": ("dom", "hover", "ocr", "point"),
-    "type": ("dom", "changed", "ocr", "region", "point"),
-    "hover": ("dom", "hover", "ocr", "point"),
-    "scroll": ("dom", "ocr", "point"),
+    "click": ("dom", "element", "hover", "press", "changed", "ocr", "region", "point"),
+    "double_click": ("dom", "element", "hover", "changed", "ocr", "region", "point"),
+    "right_click": ("dom", "element", "hover", "ocr", "changed", "region", "point"),
+    "drag": ("dom", "element", "hover", "ocr", "point"),
+    "type": ("dom", "element", "changed", "ocr", "region", "point"),
+    "hover": ("dom", "element", "hover", "ocr", "point"),
+    "scroll": ("dom", "element", "ocr", "point"),
 }
 
 

@@ -56,7 +56,10 @@ class CollectSession:
         from clinigym.runtime.backends import Backend, make_backend
         # A running backend is shared (the caller closes it); a kind or None starts one here.
         self._owns_backend = not isinstance(backend, Backend)
+        # With its tree where it has one (a shared backend too: `open` restarts the program), so
+        # that the clicks recorded are proposed as targets by meaning.
         self.backend = backend if isinstance(backend, Backend) else make_backend(self.app, backend)
+        self.backend.accessibility = self.app.accessibility is not None
         # Owned by this process: removed by its guardian (or `clinigym cleanup`) if it ends unclosed.
         self.workdir = owned_folder(f"clinigym-collect-{self.app.name}-")
         self.steps: list[CollectedStep] = []

@@ -54,18 +54,28 @@ def _pixel_box(box) -> list[float]:
     return [round(float(v), 1) if float(v) != int(float(v)) else int(float(v)) for v in box]
 
 
+def _by_meaning(found, box) -> dict | None:
+    """The target by meaning of a proposal whose box is the accepted box: a DOM selector or
+    an element of the program's tree."""
+    if found is None or box is None or iou(found.box, box) < SELECTOR_IOU:
+        return None
+    if found.source == "dom" and found.selector:
+        return {"selector": found.selector, **({"text": found.text} if found.text else {})}
+    if found.source == "element" and found.element:
+        return found.element
+    return None
+
+
 def target_of(step: CollectedStep) -> dict:
-    dom = next((c for c in step.candidates if c.source == "dom"), None)
-    if dom is not None and dom.selector and iou(dom.box, step.box) >= SELECTOR_IOU:
-        return {"selector": dom.selector, **({"text": dom.text} if dom.text else {})}
+    for found in step.candidates:
+        target = _by_meaning(found, step.box)
+        if target is not None:
+            return target
     return {"box": _pixel_box(step.box)}
 
 
 def end_target_of(step: CollectedStep) -> dict:
-    end = step.end_proposal
-    if end is not None and end.source == "dom" and end.selector and iou(end.box, step.end_box) >= SELECTOR_IOU:
-        return {"selector": end.selector, **({"text": end.text} if end.text else {})}
-    return {"box": _pixel_box(step.end_box)}
+    return _by_meaning(step.end_proposal, step.end_box) or {"box": _pixel_box(step.end_box)}
 
 
 def transitions(steps: list[CollectedStep], i: int, dom: bool, targets: list[dict]) -> list[dict]:

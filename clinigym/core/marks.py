@@ -18,8 +18,8 @@ from PIL import Image, ImageDraw, ImageFont
 from clinigym.core.elements import Element, Tree
 from clinigym.core.geometry import Box
 
-__all__ = ["INTERACTIVE_ROLES", "INTERACTIVE_STATES", "Mark", "draw_marks", "marks_from_json", "marks_of",
-           "marks_text", "marks_to_json"]
+__all__ = ["INTERACTIVE_ROLES", "INTERACTIVE_STATES", "Mark", "draw_marks", "interactive", "marks_from_json",
+           "marks_of", "marks_text", "marks_to_json"]
 
 # Roles a user acts on: AT-SPI's role names (desktop toolkits) and Chromium's ARIA roles.
 INTERACTIVE_ROLES = frozenset({
@@ -52,7 +52,8 @@ class Mark:
                 "box": [round(v, 1) for v in self.box.as_list()]}
 
 
-def _interactive(element: Element) -> bool:
+def interactive(element: Element) -> bool:
+    """Whether a user acts on it: an interactive role or state, and a box to act in."""
     return (element.box is not None and element.box.area > 0
             and (element.role in INTERACTIVE_ROLES or bool(element.states & INTERACTIVE_STATES)))
 
@@ -61,7 +62,7 @@ def marks_of(tree: Tree) -> list[Mark]:
     """The marks of a tree whose boxes are in observation pixels (`Tree.to_obs`)."""
     out: list[Mark] = []
     for element in tree.walk():
-        if _interactive(element):
+        if interactive(element):
             assert element.box is not None
             out.append(Mark(len(out) + 1, element.role, element.name, element.box))
     return out

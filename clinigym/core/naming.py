@@ -14,8 +14,9 @@ from typing import Any
 
 from clinigym.core.elements import Element, Selector, Tree
 from clinigym.core.geometry import Box
+from clinigym.core.marks import interactive
 
-__all__ = ["MAX_GROWTH", "Naming", "name_target", "selector_data"]
+__all__ = ["MAX_GROWTH", "Naming", "name_point", "name_target", "selector_data"]
 
 MAX_GROWTH = 4.0     # an element up to this many times the box's area (and holding its centre) is the target
 MIN_MENTIONED = 4    # characters: a shorter name with a digit is not trusted even when mentioned
@@ -92,6 +93,23 @@ def name_target(tree: Tree, box: Box, mentioned: str = "") -> Naming:
     smallest = holding[0][0]
     return Naming(reason=f"the smallest element holding it ({smallest.role} {smallest.name!r}) is much larger "
                          f"than the target, and no named element holding the whole target is named uniquely")
+
+
+def name_point(tree: Tree, point: tuple[float, float], max_area: float, mentioned: str = "") -> Naming:
+    """The element a click at `point` acts on, named: the smallest interactive element
+    holding it (`clinigym.core.marks.interactive`; in the active window, when one holds it)
+    of at most `max_area` square pixels (a whole panel is not what a click is on) that can
+    be named."""
+    x, y = point
+    on_top = _active_window(tree, x, y)
+    stable = _Stable(mentioned)
+    holding = [(e, up) for e, up in _with_ancestors(tree) if e.box is not None and e.box.contains(x, y)
+               and e.box.area <= max_area and interactive(e) and (on_top is None or on_top in up)]
+    for element, ancestors in sorted(holding, key=lambda pair: pair[0].box.area if pair[0].box else 0.0):
+        selector = _unique(tree, element, ancestors, stable)
+        if selector is not None:
+            return Naming(selector, element)
+    return Naming(reason="no interactive element the program shows holds the point")
 
 
 def _active_window(tree: Tree, x: float, y: float) -> Element | None:

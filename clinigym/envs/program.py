@@ -54,13 +54,11 @@ class ProgramEnv(ScreenEnv):
         self.app = load_app(self.scenario.app)
         self.obs = observations.obs_mode(obs_mode)
         self._owns_backend = not isinstance(backend, Backend)
-        reads = [why for why, does in ((f"observation mode {obs_mode!r}", self.obs.reads_tree),
-                                       (f"{self.scenario.key}'s targets", self.scenario.reads_tree)) if does]
-        if isinstance(backend, Backend) and reads and not backend.accessibility:
-            raise ValueError(f"the program's tree is read (by {' and '.join(reads)}): give a backend made "
-                             "with make_backend(..., accessibility=True)")
+        reads = self.obs.reads_tree or self.scenario.reads_tree
+        if isinstance(backend, Backend) and reads:
+            backend.accessibility = True   # every reset restarts the program: this one's with its bridge
         self.backend = backend if isinstance(backend, Backend) else make_backend(
-            self.app, backend, geometry, accessibility=bool(reads))
+            self.app, backend, geometry, accessibility=reads)
         g = self.backend.geometry
         ow, oh = observation_size or (g.width, g.height)
         self.coords = Coordinates(ow, oh, g.width, g.height)

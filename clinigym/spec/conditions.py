@@ -64,6 +64,11 @@ class Target(Spec):
         return self
 
     @property
+    def kind(self) -> str:
+        """How it is found: element, selector (DOM), or box (pixels or percent)."""
+        return "element" if self.element is not None else "selector" if self.selector is not None else "box"
+
+    @property
     def named(self) -> Selector | None:
         """The element's selector, for a target by element."""
         return self._element

@@ -79,13 +79,15 @@ def test_som_marks_hold_the_first_target_and_the_oracle_completes(app):
         env.close()
 
 
-def test_a_shared_backend_without_accessibility_is_refused():
+def test_a_shared_backend_gets_its_accessibility_at_the_reset():
     from clinigym.runtime.backends import make_backend
     from clinigym.spec.apps import load_app
     backend = make_backend(load_app("aeskulap"))
     try:
-        with pytest.raises(ValueError, match="the program's tree is read \\(by observation mode 'a11y'\\): give a "
-                                             "backend made with make_backend\\(..., accessibility=True\\)"):
-            StepsEnv(str(SCENARIOS / CASES["aeskulap"]), backend=backend, obs_mode="a11y")
+        backend.reset()                       # running without its bridge
+        env = StepsEnv(str(SCENARIOS / CASES["aeskulap"]), backend=backend, obs_mode="a11y")
+        obs, info = env.reset(seed=0)         # restarted with it
+        assert backend.accessibility and '"File"' in obs["a11y"]
+        env.close()
     finally:
         backend.close()

@@ -81,3 +81,17 @@ def test_a_name_with_a_digit_is_used_only_when_the_scenario_mentions_it():
     assert name_target(tree, age, "patients: [CG0005]").reason.startswith("the smallest element holding it")
     assert name_target(tree, Box(2, 102, 98, 118), "patients: [CG0005]").target_data() == {
         "element": {"role": "table cell", "name": "CG0005"}}
+
+
+def test_a_click_is_named_by_the_interactive_element_under_it():
+    from clinigym.core.naming import name_point
+    assert name_point(TREE, (20, 15), 50_000).target_data() == {"element": {"role": "menu item", "name": "File"}}
+    assert name_point(TREE, (950, 60), 50_000).target_data() == {
+        "element": {"role": "push button", "name": "Apply", "within": {"role": "panel", "name": "Right"}}}
+    # the image view is no interactive element: a click in it is not named (its box stays)
+    naming = name_point(TREE, (500, 700), 50_000)
+    assert naming.selector is None and naming.reason == "no interactive element the program shows holds the point"
+    # nor is one larger than the limit (a whole dialog a text field's click lands in)
+    assert name_point(TREE, (230, 230), 50_000).target_data() == {
+        "element": {"role": "text", "within": {"role": "dialog", "name": "Open"}}}
+    assert name_point(TREE, (230, 230), 10_000).selector is None
