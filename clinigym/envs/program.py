@@ -23,6 +23,7 @@ from PIL import Image
 from clinigym.core import actions as act
 from clinigym.core import judge
 from clinigym.core.context import AgentContext
+from clinigym.core.elements import Tree
 from clinigym.core.errors import ProgramDied, ProgramError, SpecError
 from clinigym.core.geometry import Box, Coordinates
 from clinigym.core.recording_schema import EpisodeHeader
@@ -94,8 +95,18 @@ class ProgramEnv(ScreenEnv):
         tree = None
         if self.obs.reads_tree:
             with timings.phase("a11y") if timings else nullcontext():
-                tree = self.backend.elements().to_obs(self.coords)
+                tree = self._tree()
         return self.obs.fields(self._obs_rgb.copy(), tree)
+
+    def _tree(self) -> Tree:
+        """The program's tree in observation pixels; empty when the program has died (the
+        step that saw it die ends the episode with the reason)."""
+        try:
+            return self.backend.elements().to_obs(self.coords)
+        except Exception:  # noqa: BLE001 - a dead program's bus or DevTools fails in its own way
+            if self.backend.dead() is None:
+                raise
+            return Tree(())
 
     # -- the start state ----------------------------------------------------------------
     def _start(self, timings: Timings) -> tuple[Frame, str | None]:

@@ -91,3 +91,18 @@ def test_a_shared_backend_gets_its_accessibility_at_the_reset():
         env.close()
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize("app", list(CASES))
+def test_a_killed_program_ends_a_tree_episode_with_its_reason(app):
+    env = StepsEnv(str(SCENARIOS / CASES[app]), obs_mode="screenshot+a11y")
+    try:
+        obs, info = env.reset(seed=0)
+        agent = oracle(env)
+        action = agent.act(obs, info)
+        env.backend.kill()   # as a crash would: its bus connection or DevTools goes with it
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert truncated and reward == 0.0 and info["end_reason"].startswith("the program stopped:")
+        assert obs["a11y"] == "" and json.loads(obs["a11y_json"])["roots"] == []
+    finally:
+        env.close()
