@@ -39,8 +39,9 @@ def _nothing(env: StepsEnv) -> list[dict]:
 
 def _accept_default_text(env: StepsEnv) -> list[dict]:
     """The note editor accepted without typing: the note keeps its default text."""
-    box = env.scenario.steps[-1].target.box   # the 'Accept' button (a fixed box, screen pixels)
-    x, y = env.coords.to_obs(((box[0] + box[2]) / 2, (box[1] + box[3]) / 2))
+    box = env.backend.resolve(env.scenario.steps[-1].target)   # the 'Accept' button, found live
+    assert box is not None
+    x, y = env.coords.to_obs(box.center)
     return [{"type": "click", "x": x, "y": y}]
 
 

@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from clinigym.core.actions import Action
-from clinigym.core.geometry import Box
 from clinigym.envs.goal import END_CRITICAL, GoalEnv
 from clinigym.envs.steps import StepsEnv
 from clinigym.recording import read_episode
@@ -98,14 +97,26 @@ def open_patient(ref: str) -> list[Action]:
             Action("double_click", (1121, ROW[ref]))]
 
 
+def as_the_task(step, text: str | None = None):
+    """A move of the task's own `step`, as the oracle does it: at its target's centre, found
+    live when the move is made (a target by meaning has no fixed box); `text` replaces the
+    step's text to type."""
+    def move(env) -> Action:
+        box = env.backend.resolve(step.target)
+        assert box is not None, step.target
+        return Action(step.action, env.coords.to_obs(box.center), text=step.text if text is None else text)
+    return move
+
+
 def misbehave(backends, tmp_path, key, moves, critical_at: int | None = None):
-    """Goal mode, an agent that only does `moves`: the episode's judgment. With `critical_at`,
-    the move (0-based) after which the per-step audit finds a critical violation: the episode
-    ends there, the later moves never made."""
+    """Goal mode, an agent that only does `moves` (actions, or moves made on the live
+    environment: `as_the_task`): the episode's judgment. With `critical_at`, the move
+    (0-based) after which the per-step audit finds a critical violation: the episode ends
+    there, the later moves never made."""
     env = GoalEnv(select(key)[0], "goal", backend=backends("gnuhealth"), record_dir=tmp_path, agent_name="script")
     env.reset(seed=0)
     for move in moves:
-        _, _, terminated, truncated, info = env.step(move)
+        _, _, terminated, truncated, info = env.step(move(env) if callable(move) else move)
         if terminated or truncated:
             break
     env.close()
@@ -164,7 +175,7 @@ def test_data_accuracy_a_dose_that_differs(backends, tmp_path):
     line = int(backend.sql("SELECT coalesce(max(id), 0) FROM gnuhealth_prescription_line")[0][0]) + 1
     steps = select("gnuhealth/prescription")[0].steps
     assert [s.text for s in steps].count("5") == 1
-    moves = [Action(s.action, Box(*s.target.box).center, text="10" if s.text == "5" else s.text) for s in steps]
+    moves = [as_the_task(s, "10" if s.text == "5" else None) for s in steps]
     j = misbehave(backends, tmp_path, "gnuhealth/prescription", moves + [Action("done")])
     assert j.violations == [
         {"dimension": "data_accuracy", "severity": "major",
@@ -182,10 +193,9 @@ DELETE_SERIES, YES, NAMESAKE = (1862, 592), (1096, 609), (961, 214)
 LINK_SAVED = 7   # the task's step that saves the study form: the link is written then
 
 
-def pacs_link_moves() -> list[Action]:
+def pacs_link_moves() -> list:
     """The task's own steps, as the oracle does them."""
-    return [Action(s.action, Box(*s.target.box).center, text=s.text)
-            for s in select("gnuhealth/pacs-link-study")[0].steps]
+    return [as_the_task(s) for s in select("gnuhealth/pacs-link-study")[0].steps]
 
 
 def test_patient_identity_a_study_linked_to_the_namesake(backends, tmp_path):
