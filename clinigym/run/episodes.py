@@ -32,7 +32,6 @@ from clinigym.agents.http import ServerUnavailable
 from clinigym.core.errors import ProgramError
 from clinigym.envs import ground_truth
 from clinigym.envs.base import CAUSE_INFRASTRUCTURE, ScreenEnv
-from clinigym.envs.observations import obs_mode
 from clinigym.envs.registration import make_env
 from clinigym.recording.writer import numbered
 from clinigym.run.resume import (
@@ -183,7 +182,8 @@ class ChunkRunner:
     def _env(self, p: Planned) -> ScreenEnv:
         if self.app != p.app:
             self.close()
-            self.backend = make_backend(load_app(p.app), self.spec.backend, accessibility=self._reads_tree(p.app))
+            # Accessibility is switched on by the environment whose scenario or observation reads the tree.
+            self.backend = make_backend(load_app(p.app), self.spec.backend)
             self.app = p.app
         s = self.spec
         options: dict[str, Any] = ({"recovery": s.recovery} if s.mode == "steps"
@@ -192,12 +192,6 @@ class ChunkRunner:
                                    record_dir=self.episodes_dir, agent_name=s.agent, obs_mode=s.observation,
                                    **options)
         return env
-
-    def _reads_tree(self, app: str) -> bool:
-        """Whether `app` runs with accessibility on: the observation reads its tree, or a
-        target of one of the run's scenarios on it does (one instance serves them all)."""
-        return obs_mode(self.spec.observation).reads_tree or any(
-            s.reads_tree for s in map(load_scenario, map(Path, self.spec.scenarios)) if s.app == app)
 
     def close(self) -> None:
         """Close the program instance. An environment still open here was cut off by a stop:
