@@ -68,9 +68,14 @@ def window(session):
     w = Window(session.name)
     # The window manager maps it: seconds when the machine is busy (a CI run on 2 cores).
     wait_for(lambda: w.drain() is not None and session.has_window("^probe$"), 30, "probe window")
-    session.click(960, 540)   # a click gives the window the keyboard focus, as for a person
-    w.d.sync()
-    wait_for(lambda: presses(w.drain(), X.ButtonRelease), 30, "focus click")
+    # A click gives the window the keyboard focus, as for a person. The window manager may
+    # still be placing it when it is listed, so click again until one arrives; the round trip
+    # after each click queues all of its events, so none arrives after the clear below.
+    def focus_click():
+        session.click(960, 540)
+        w.d.sync()
+        return presses(w.drain(), X.ButtonRelease)
+    wait_for(focus_click, 30, "focus click", interval=0.5)
     w.events.clear()
     yield w
     w.close()
