@@ -28,6 +28,7 @@ from clinigym.envs.goal import AUDITS, BUDGET_FACTOR
 from clinigym.envs.observations import OBS_MODES
 from clinigym.run.episodes import RETRIES
 from clinigym.runtime.backends import KINDS
+from clinigym.runtime.display import MAX_SCREEN, MIN_SCREEN, Geometry
 
 
 def _flag_dest(flag: str) -> str:
@@ -42,6 +43,14 @@ def _agent(text: str) -> str:
     except AgentError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
+
+
+def _screen(text: str) -> Geometry:
+    """argparse type of --screen: WIDTHxHEIGHT, refused at parse time when malformed or out of range."""
+    try:
+        return Geometry.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _agent_option(text: str) -> tuple:
@@ -103,10 +112,10 @@ def _declared(agent: str) -> set[str]:
 
 AGENT_FLAGS = tuple(dict.fromkeys(o.flag for e in AGENTS.values() for o in e.options))
 LIVE_FLAGS = ("--scenario", "--per-program", "--episodes", "--mode", "--budget", "--audit", "--recovery",
-              "--backend", "--obs")
+              "--backend", "--obs", "--screen")
 STATIC_FLAGS = ("--software", "--single-step", "--delta")
 RUN_DEFAULTS = {"scenario": ["*"], "episodes": 1, "seed": 0, "mode": "steps", "delta": 0.0, "audit": "per_step",
-                "obs": "screenshot",
+                "obs": "screenshot", "screen": Geometry(),
                 "retries": RETRIES,
                 "single_step": False, "recovery": False, "overwrite": False}
 KEPT = {"resume": "with --resume (the run keeps the parameters it was started with)",
@@ -172,7 +181,7 @@ def cmd_run(args) -> int:
             result = run(scenarios, args.agent, out, args.episodes, args.seed, args.recovery,
                          progress=not args.no_progress, agent_options=options, backend=args.backend,
                          mode=args.mode, budget=args.budget, audit=args.audit, workers=args.workers, ray=args.ray,
-                         retries=args.retries, observation=args.obs)
+                         retries=args.retries, observation=args.obs, screen=args.screen)
     except RunStopped as stop:
         return _stopped(stop, out, in_process=args.workers == 1 and not args.ray)
     except (ServerUnavailable, ModelNotServed) as exc:
@@ -299,8 +308,8 @@ def register(sub) -> None:
         "# the first 2 scenarios of every program, goal mode, the random agent, 2 workers",
         "clinigym run --scenario '*' --per-program 2 --mode goal --agent random --workers 2 --out runs/random",
         "clinigym run --resume runs/random",
-        "# Orthanc Explorer's scenarios, the agent given the screenshot with numbered marks",
-        "clinigym run --scenario 'orthanc/*' --obs som --agent oracle --out runs/orthanc-som"))
+        "# Orthanc Explorer's scenarios on a 1280x800 screen, the agent given the screenshot with numbered marks",
+        "clinigym run --scenario 'orthanc/*' --screen 1280x800 --obs som --agent oracle --out runs/orthanc-som"))
     p.add_argument("--scenario", nargs="+",
                    help="globs on program/id, program names or scenario files (each scenario once, in this "
                         "order; default: all)")
@@ -354,6 +363,10 @@ def register(sub) -> None:
                    help="what the agent observes: screenshot; a11y, the program's accessibility tree as text and "
                         "JSON; screenshot+a11y; som, the screenshot with numbered marks on the program's "
                         "interactive elements and their list (default: screenshot; docs: guides/observations.md)")
+    p.add_argument("--screen", type=_screen, metavar="WxH",
+                   help=f"the virtual screen's size, {MIN_SCREEN[0]}x{MIN_SCREEN[1]} to {MAX_SCREEN[0]}x"
+                        f"{MAX_SCREEN[1]}; the programs lay their windows out for it; a scenario with pixel "
+                        "boxes or reference images runs at 1920x1080 only (default: 1920x1080; docs: concepts.md)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace a run already in --out")

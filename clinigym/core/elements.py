@@ -24,11 +24,13 @@ from typing import Any, TypeVar
 
 from clinigym.core.geometry import Box, Coordinates
 
-__all__ = ["CAP_ORDER", "Caps", "Element", "Raw", "Selector", "Tree", "assemble", "normalize_name"]
+__all__ = ["CAP_ORDER", "ROW_HOLDERS", "Caps", "Element", "Raw", "Selector", "Tree", "assemble", "normalize_name"]
 
 T = TypeVar("T")
 CAP_ORDER = ("depth", "width", "count", "time")   # how `Tree.truncated` lists the caps hit
 _GLOB = re.compile(r"[*?\[]")
+# Roles whose cells line up in rows (GTK's tables give their cells flat, with no row element).
+ROW_HOLDERS = frozenset({"table", "tree table", "tree", "list", "list box", "grid", "treegrid"})
 _IMPLIED = frozenset({"showing", "visible"})   # every element a reader keeps is both: not repeated in text
 
 
@@ -178,6 +180,17 @@ class Tree:
         if selector.index is None:
             return found
         return found[selector.index:selector.index + 1]
+
+    def row(self, element: Element) -> Box | None:
+        """The row `element` (a cell) is in: its height across its nearest table, list or
+        tree holding it; None when it is in none, or has no box."""
+        for e, ancestors in _with_ancestors(self.roots, ()):
+            if e is element:
+                holder = next((a for a in reversed(ancestors) if a.role in ROW_HOLDERS and a.box is not None), None)
+                if holder is None or holder.box is None or element.box is None:
+                    return None
+                return Box(holder.box.x1, element.box.y1, holder.box.x2, element.box.y2)
+        return None
 
     def to_text(self) -> str:
         """One line per element, indented by depth:

@@ -39,6 +39,7 @@ from clinigym.runtime.waiting import attempt, poll
 from clinigym.spec.apps import load_app
 from clinigym.spec.conditions import holds
 from clinigym.spec.scenarios import Scenario, Step, load_scenario
+from clinigym.spec.screen_size import check_screen_size
 
 
 class ProgramEnv(ScreenEnv):
@@ -55,6 +56,8 @@ class ProgramEnv(ScreenEnv):
         self.app = load_app(self.scenario.app)
         self.obs = observations.obs_mode(obs_mode)
         self._owns_backend = not isinstance(backend, Backend)
+        screen = backend.geometry if isinstance(backend, Backend) else geometry
+        check_screen_size(self.scenario, screen.width, screen.height)   # pixel boxes hold at one size only
         reads = self.obs.reads_tree or self.scenario.reads_tree
         if isinstance(backend, Backend) and reads:
             backend.accessibility = True   # every reset restarts the program: this one's with its bridge

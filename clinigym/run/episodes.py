@@ -49,6 +49,7 @@ from clinigym.run.schedule import Chunk, Planned, RunSpec
 from clinigym.run.stopping import StopGuard
 from clinigym.runtime.backends import Backend, make_backend
 from clinigym.runtime.backends.base import Death
+from clinigym.runtime.display import Geometry
 from clinigym.spec.apps import load_app
 from clinigym.spec.scenarios import load_scenario
 
@@ -183,7 +184,7 @@ class ChunkRunner:
         if self.app != p.app:
             self.close()
             # Accessibility is switched on by the environment whose scenario or observation reads the tree.
-            self.backend = make_backend(load_app(p.app), self.spec.backend)
+            self.backend = make_backend(load_app(p.app), self.spec.backend, Geometry(*self.spec.screen))
             self.app = p.app
         s = self.spec
         options: dict[str, Any] = ({"recovery": s.recovery} if s.mode == "steps"

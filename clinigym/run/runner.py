@@ -37,9 +37,11 @@ from clinigym.run.pool import Pool
 from clinigym.run.resume import SERVER_DOWN, holding, prepare_resume, read_errors, read_spec, write_spec
 from clinigym.run.schedule import Planned, RunSpec, ScenarioRef, partition, plan_episodes
 from clinigym.run.stopping import STOP_SIGNALS, RunStopped, stop_on
+from clinigym.runtime.display import Geometry
 from clinigym.runtime.slots import mark_owner
 from clinigym.spec import paths
 from clinigym.spec.scenarios import Scenario, load_scenario
+from clinigym.spec.screen_size import check_screen_size
 
 __all__ = ["RunResult", "RunStopped", "agent_for", "like", "preflight", "resume", "run", "run_episode",
            "run_static"]
@@ -56,7 +58,8 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
         seed: int = 0, recovery: bool = False, progress: bool = True,
         agent_options: dict | None = None, backend: str | None = None, mode: str = "steps",
         budget: int | None = None, workers: int = 1, ray: str | None = None,
-        audit: str = "per_step", retries: int = RETRIES, observation: str = "screenshot") -> RunResult:
+        audit: str = "per_step", retries: int = RETRIES, observation: str = "screenshot",
+        screen: Geometry = Geometry()) -> RunResult:
     """Every scenario `episodes` times in a mode (`clinigym.core.context.MODES`); `recovery`
     is for the steps mode, `budget` (actions per episode) and `audit` (when the safety audit
     runs: `clinigym.envs.goal.AUDITS`) for the plan and goal modes.
@@ -68,19 +71,21 @@ def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1
     runs them on a Ray cluster instead, `workers` actors (`clinigym.run.distributed`).
     An episode the infrastructure ended runs again from its reset up to `retries` times,
     then is an infrastructure error (`clinigym.run.episodes`; docs/concepts.md).
-    `observation` is what the agent observes (`clinigym.envs.observations.OBS_MODES`).
-    The agent and its options are checked before anything starts."""
+    `observation` is what the agent observes (`clinigym.envs.observations.OBS_MODES`);
+    `screen` the virtual screen's size (a scenario with pixel boxes runs at 1920x1080 only:
+    `clinigym.spec.screen_size`). The agent and its options are checked before anything starts."""
     obs_mode(observation)   # a ValueError naming the known modes
     spec = RunSpec(tuple(str(s.path) for s in scenarios), agent_name, dict(agent_options or {}), episodes,
                    seed, mode, recovery, budget, backend,
-                   tuple(str(f) for f in paths.folders() if f != paths.builtin_root()), audit, observation)
+                   tuple(str(f) for f in paths.folders() if f != paths.builtin_root()), audit, observation,
+                   (screen.width, screen.height))
     return _start(spec, scenarios, Path(out), workers, progress, ray, retries)
 
 
 def like(run_dir: Path, out: Path, workers: int = 1, progress: bool = True, ray: str | None = None,
          retries: int = RETRIES) -> RunResult:
     """The run in `run_dir` again into the new folder `out`: the same scenario files, mode,
-    agent and options, seeds, episodes, budget, recovery and backend (its run.json)."""
+    agent and options, seeds, episodes, budget, recovery, backend and screen (its run.json)."""
     spec = read_spec(Path(run_dir))
     for folder in spec.search_path:
         paths.add_folder(folder)
@@ -91,6 +96,8 @@ def like(run_dir: Path, out: Path, workers: int = 1, progress: bool = True, ray:
 def _start(spec: RunSpec, scenarios: list[Scenario], out: Path, workers: int, progress: bool,
            ray: str | None, retries: int) -> RunResult:
     source = check_agent(spec.agent, spec.agent_options, spec.observation).source
+    for s in scenarios:   # a scenario that cannot be judged at this size is refused before anything runs
+        check_screen_size(s, *spec.screen)
     served = preflight(spec.agent, spec.agent_options)
     planned = _plan(spec, scenarios)
     (out / "episodes").mkdir(parents=True, exist_ok=True)

@@ -33,10 +33,11 @@ class RunSpec:
     search_path: tuple[str, ...] = ()     # folders of programs and scenarios added to the built-in ones
     audit: str = "per_step"               # the plan and goal modes: when the safety audit runs
     observation: str = "screenshot"       # what the agent observes (clinigym.envs.observations)
+    screen: tuple[int, int] = (1920, 1080)  # the virtual screen's width and height in pixels
 
     def to_json(self) -> dict[str, Any]:
         return {"format": 1, **asdict(self), "scenarios": list(self.scenarios),
-                "search_path": list(self.search_path)}
+                "search_path": list(self.search_path), "screen": list(self.screen)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
@@ -45,12 +46,15 @@ class RunSpec:
         # a run.json from before the per-step audit was audited at the end
         fields = {"audit": "end"} | {k: v for k, v in data.items() if k in known}
         return cls(**{**fields, "scenarios": tuple(fields["scenarios"]),
-                      "search_path": tuple(fields.get("search_path", ()))})
+                      "search_path": tuple(fields.get("search_path", ())),
+                      "screen": tuple(fields.get("screen", cls.screen))})
 
     def summary_fields(self) -> dict[str, Any]:
         """What `summary.json` says about the run besides its scores."""
         return {"agent": self.agent, "episodes": self.episodes, "seed": self.seed, "mode": self.mode,
                 "observation": self.observation,
+                # another screen than the default is said (its scores are not the default's)
+                **({"screen": "x".join(map(str, self.screen))} if self.screen != RunSpec.screen else {}),
                 **({"recovery": self.recovery} if self.mode == "steps"
                    else {"budget": self.budget, "audit": self.audit})}
 

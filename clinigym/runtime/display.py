@@ -14,7 +14,6 @@ import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import mss
@@ -29,10 +28,11 @@ from clinigym.core.screen import Frame, changed_pixels
 from clinigym.runtime.busy import BusyMeter, Hold
 from clinigym.runtime.damage import DamageUnavailable, DamageWatch, ScreenTracker, ServerClosed, settle_on_damage
 from clinigym.runtime.polling import settle_by_polling
+from clinigym.runtime.screen_size import MAX_SCREEN, MIN_SCREEN, Geometry
 from clinigym.runtime.slots import mark_owner
 from clinigym.runtime.waiting import wait_for
 
-__all__ = ["DisplaySession", "Frame", "Geometry", "InputError", "changed_pixels"]
+__all__ = ["MAX_SCREEN", "MIN_SCREEN", "DisplaySession", "Frame", "Geometry", "InputError", "changed_pixels"]
 
 KEY_ALIASES = {
     "ctrl": "Control_L", "control": "Control_L", "shift": "Shift_L", "alt": "Alt_L",
@@ -83,13 +83,6 @@ def _on_the_server(method):
                 raise
             raise self.gone(f"{type(exc).__name__}: {exc}") from exc
     return call
-
-
-@dataclass(frozen=True)
-class Geometry:
-    width: int = 1920
-    height: int = 1080
-    depth: int = 24
 
 
 class DisplaySession:

@@ -34,6 +34,8 @@ class Target(Spec):
     part: list[float] | None = Field(
         None, min_length=4, max_length=4,
         description="with element: x1, y1, x2, y2 as fractions (0-1) of its box (a point in an opaque widget)")
+    row: bool = Field(False, description="with element: the element's row, across the table or list holding "
+                                         "it (a cell that names a row: a patient's PUID in a list)")
     box: list[float] | None = Field(None, min_length=4, max_length=4, description="x1, y1, x2, y2 pixels")
     box_percent: list[float] | None = Field(None, min_length=4, max_length=4,
                                             description="x1, y1, x2, y2 percent of the screen")
@@ -59,6 +61,8 @@ class Target(Spec):
             if not (0 <= x1 < x2 <= 1 and 0 <= y1 < y2 <= 1):
                 raise ValueError("part must be [x1, y1, x2, y2], fractions of the element's box, "
                                  "with 0 <= x1 < x2 <= 1 and 0 <= y1 < y2 <= 1")
+        if self.row and (self.element is None or self.part is not None):
+            raise ValueError("row goes with element, without part")
         if self.element is not None:
             self._element = Selector.from_data(self.element, "element")
         return self

@@ -178,10 +178,13 @@ class Scenario(Spec):
 
     @property
     def reads_tree(self) -> bool:
-        """Some target names an element of the program's accessibility tree: the program runs
-        with accessibility on."""
-        return any(t is not None and t.named is not None
-                   for s in (*self.setup, *self.steps) for t in (s.target, s.end_target))
+        """Some target or `changed` region names an element of the program's accessibility
+        tree: the program runs with accessibility on."""
+        steps = (*self.setup, *self.steps)
+        conditions = [*self.check, *(c for s in self.setup for c in s.until),
+                      *(c for s in self.steps for c in s.transition)]
+        return (any(t is not None and t.named is not None for s in steps for t in (s.target, s.end_target))
+                or any(isinstance(c.value, Target) and c.value.named is not None for c in conditions))
 
     @property
     def quits(self) -> bool:

@@ -1,17 +1,15 @@
 """Observation modes on the live programs (issue #37): a desktop program (Aeskulap, AT-SPI)
 and a web program (Orthanc Explorer, DevTools). The oracle completes the scenario whatever
-the agent observes; the tree comes as text and JSON of one read, timed; the set-of-marks
-marks hold the first step's target; the recording says which observation the episode used.
-That the tree is the program's own, nothing added, is tests/live/test_leaks.py's."""
+the agent observes; the tree comes as text and JSON of one read, timed; the recording says
+which observation the episode used. The set-of-marks observation of every program is
+tests/live/test_program_trees.py's; that the tree is the program's own, nothing added,
+tests/live/test_leaks.py's."""
 from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
-from clinigym.core.marks import marks_from_json
-from clinigym.envs.base import ground_truth
 from clinigym.envs.steps import StepsEnv
 from clinigym.recording import episode_folders, read_episode
 from clinigym.spec.paths import builtin_root
@@ -57,26 +55,6 @@ def test_a11y_observation_is_the_program_s_tree_and_the_oracle_completes(app, tm
         env.close()
     # Two episodes: the first reset's, abandoned, and the oracle's.
     assert [read_episode(f).header.observation for f in episode_folders(tmp_path)] == ["screenshot+a11y"] * 2
-
-
-@pytest.mark.parametrize("app", list(CASES))
-def test_som_marks_hold_the_first_target_and_the_oracle_completes(app):
-    env = StepsEnv(str(SCENARIOS / CASES[app]), obs_mode="som")
-    try:
-        obs, info = env.reset(seed=0)
-        target = ground_truth(env).target()
-        marks = marks_from_json(obs["marks"])
-        assert marks and [m.number for m in marks] == list(range(1, len(marks) + 1))
-        x, y = target.center
-        assert any(m.box.contains(x, y) for m in marks), (target, obs["marks"])
-        # The marks are drawn on the screenshot, and only there: the recording keeps the screen.
-        assert (obs["screenshot"] != env._obs_rgb).any()
-        assert np.array_equal(obs["screenshot"][~(obs["screenshot"] != env._obs_rgb).any(axis=-1)],
-                              env._obs_rgb[~(obs["screenshot"] != env._obs_rgb).any(axis=-1)])
-        _, infos, reward = _run(env)
-        assert reward == 1.0
-    finally:
-        env.close()
 
 
 def test_a_shared_backend_gets_its_accessibility_at_the_reset():

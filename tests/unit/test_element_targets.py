@@ -62,3 +62,14 @@ def test_a_scenario_with_an_element_target_reads_the_tree():
     scenarios = builtin_root() / "scenarios"
     assert load_scenario(scenarios / "aeskulap/open-study-file.yaml").reads_tree
     assert not load_scenario(scenarios / "orthanc/delete-study.yaml").reads_tree
+
+
+def test_a_changed_region_named_by_element_reads_the_tree(tmp_path):
+    text = ("app: orthanc\noverview: o\ngoal: g\nsteps:\n"
+            "  - instruction: i\n    action: click\n    target: {box: [0, 0, 10, 10]}\n"
+            "    transition: {changed: {element: {role: link, name: All patients}}}\n")
+    (tmp_path / "named.yaml").write_text(text)
+    (tmp_path / "boxed.yaml").write_text(text.replace("{element: {role: link, name: All patients}}",
+                                                      "{box: [0, 0, 10, 10]}"))
+    assert load_scenario(tmp_path / "named.yaml").reads_tree
+    assert not load_scenario(tmp_path / "boxed.yaml").reads_tree

@@ -95,3 +95,60 @@ def test_a_click_is_named_by_the_interactive_element_under_it():
     assert name_point(TREE, (230, 230), 50_000).target_data() == {
         "element": {"role": "text", "within": {"role": "dialog", "name": "Open"}}}
     assert name_point(TREE, (230, 230), 10_000).selector is None
+
+
+def test_an_element_whose_name_changes_is_found_by_its_place_in_a_named_ancestor():
+    tree = assemble([
+        Raw("w", None, "frame", "Patients", box=Box(0, 0, 1000, 800)),
+        Raw("id", "w", "table cell", "CG0005", box=Box(0, 100, 100, 120)),
+        Raw("age", "w", "table cell", "48y 10m 15d", box=Box(100, 100, 300, 120)),
+        Raw("box", "w", "check box", "Allergic to penicillin and other beta-lactams", box=Box(0, 200, 600, 220)),
+    ])
+    # the age is the second table cell of the frame, whatever it reads today
+    assert name_target(tree, Box(110, 102, 290, 118)).target_data() == {
+        "element": {"role": "table cell", "within": {"role": "frame", "name": "Patients"}, "index": 1}}
+    # a check box's indicator: its whole labelled box, since a click on the label toggles it too
+    assert name_target(tree, Box(2, 202, 18, 218)).target_data() == {
+        "element": {"role": "check box", "name": "Allergic to penicillin and other beta-lactams"}}
+    # a wide named cell is not: a small box in it is anchored to it with a part
+    tree = assemble([Raw("w", None, "frame", "Patients", box=Box(0, 0, 1000, 800)),
+                     Raw("c", "w", "table cell", "Allergies and intolerances", box=Box(0, 200, 600, 220))])
+    assert name_target(tree, Box(2, 202, 18, 218)).target_data() == {
+        "element": {"role": "table cell", "name": "Allergies and intolerances"}, "part": [0.0033, 0.1, 0.03, 0.9]}
+
+
+def test_a_row_is_not_narrowed_to_the_cell_at_its_centre():
+    tree = assemble([
+        Raw("tab", None, "page tab", "Patients", box=Box(0, 0, 1000, 800)),
+        Raw("table", "tab", "table", "", box=Box(0, 100, 1000, 500)),
+        Raw("id", "table", "table cell", "CG0006", box=Box(0, 100, 200, 120)),
+        Raw("name", "table", "table cell", "PHANTOM, FRANK", box=Box(200, 100, 400, 120)),
+        Raw("age", "table", "table cell", "38y 9m 14d", box=Box(400, 100, 600, 120)),
+        Raw("sex", "table", "table cell", "Male", box=Box(600, 100, 1000, 120)),
+    ])
+    # the row is the target, not the age cell at its centre (a fifth of it): named by the
+    # cell the scenario mentions, as its row across the table
+    naming = name_target(tree, Box(0, 100, 1000, 120), "Open PHANTOM, FRANK (CG0006).")
+    assert naming.target_data() == {"element": {"role": "table cell", "name": "CG0006"}, "row": True}
+    assert tree.row(naming.element) == Box(0, 100, 1000, 120)
+    # two look-alikes: the name finds two cells, the PUID one
+    tree = assemble([
+        Raw("table", None, "table", "", box=Box(0, 100, 1000, 500)),
+        Raw("n1", "table", "table cell", "PHANTOM, ALICE", box=Box(0, 100, 400, 120)),
+        Raw("i1", "table", "table cell", "CG0001", box=Box(400, 100, 1000, 120)),
+        Raw("n2", "table", "table cell", "PHANTOM, ALICE", box=Box(0, 120, 400, 140)),
+        Raw("i2", "table", "table cell", "CG0101", box=Box(400, 120, 1000, 140)),
+    ])
+    assert name_target(tree, Box(2, 121, 998, 139), "PHANTOM, ALICE with PUID CG0101").target_data() == {
+        "element": {"role": "table cell", "name": "CG0101"}, "row": True}
+    # a PUID the scenario does not mention is no name: nothing names that row
+    assert name_target(tree, Box(2, 121, 998, 139)).selector is None
+
+
+def test_a_row_target_needs_an_element_and_no_part():
+    import pytest
+    from pydantic import ValidationError
+    assert Target.model_validate({"element": {"name": "CG0001"}, "row": True}).row
+    for bad in ({"box": [0, 0, 1, 1], "row": True}, {"element": {"name": "x"}, "part": [0, 0, 1, 1], "row": True}):
+        with pytest.raises(ValidationError, match="row goes with element, without part"):
+            Target.model_validate(bad)

@@ -50,15 +50,23 @@ class A11ySession:
         g = self.backend.geometry
         return self._reader.read(caps, (g.width, g.height))
 
-    def locate(self, on: bool, selector: Selector, caps: Caps) -> Box | None:
-        """The screen box of the one element `selector` names now; None when none is shown
-        (yet); a ValueError naming them when several are, since a target must be one."""
-        found = self.read(on, caps).find(selector)
+    def locate(self, on: bool, selector: Selector, caps: Caps, row: bool = False) -> Box | None:
+        """The screen box of the one element `selector` names now (with `row`: of its row,
+        across the table holding it); None when none is shown (yet); a ValueError naming them
+        when several are, since a target must be one."""
+        tree = self.read(on, caps)
+        found = tree.find(selector)
         if len(found) > 1:
             listed = "; ".join(f"{e.path} {e.name!r}" for e in found[:5])
             raise ValueError(f"{self.backend.app.name}: the selector {selector} names {len(found)} elements "
                              f"({listed}); narrow it with within or index")
-        return found[0].box if found else None
+        if not found or not row:
+            return found[0].box if found else None
+        box = tree.row(found[0])
+        if box is None:
+            raise ValueError(f"{self.backend.app.name}: {found[0].path} {found[0].name!r} is in no table or list: "
+                             f"`row` targets a cell's row")
+        return box
 
     def close(self) -> None:
         """The reader's connection and the buses, with what they started."""
