@@ -34,7 +34,7 @@ class Target(Spec):
     part: list[float] | None = Field(
         None, min_length=4, max_length=4,
         description="with element: x1, y1, x2, y2 as fractions (0-1) of its box (a point in an opaque widget)")
-    row: bool = Field(False, description="with element: the element's row, across the table or list holding "
+    row: bool | None = Field(None, description="with element: the element's row, across the table or list holding "
                                          "it (a cell that names a row: a patient's PUID in a list)")
     box: list[float] | None = Field(None, min_length=4, max_length=4, description="x1, y1, x2, y2 pixels")
     box_percent: list[float] | None = Field(None, min_length=4, max_length=4,

@@ -385,10 +385,12 @@ def test_collect_dicomscope_task_on_the_page(browser, backends, dataset, tmp_pat
         assert [s["correct"] for s in result["steps"]] == [True, True, True]
         scenario = yaml.safe_load(Path(result["scenario"]).read_text())
         assert Path(result["scenario"]).parent == tmp_path / "scenarios"
-        # The 'Yes' button is named by the program's tree; the study row (a label whose name
-        # holds dates) and the adjusted toolbar box keep their boxes.
+        # The 'Yes' button is named by the program's tree; the study row, a label whose name
+        # holds dates (not a name to rely on), by its place in the study browser's tree; the
+        # adjusted toolbar box keeps its box.
         assert [s["target"] for s in scenario["steps"]] == [
-            {"box": truth[0]}, {"box": truth[1]}, {"element": {"role": "push button", "name": "Yes"}}]
+            {"element": {"role": "label", "within": {"role": "label", "name": "All Studies"}, "index": 1}},
+            {"box": truth[1]}, {"element": {"role": "push button", "name": "Yes"}}]
         assert {"window": "^Delete Objects$"} in scenario["steps"][1]["transition"]
         assert {"no_window": "^Delete Objects$"} in scenario["steps"][2]["transition"]
         assert page.js("document.getElementById('result').dataset.status") == "complete"

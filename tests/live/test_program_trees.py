@@ -62,7 +62,7 @@ def _named(case: Case, env: StepsEnv) -> list[tuple[Find, Box, bool]]:
         assert box is not None
         if target.kind == "element":
             assert target.named is not None
-            out.append((target.named, box, target.row))
+            out.append((target.named, box, bool(target.row)))
         else:
             out.append((case.web[index], box, False))
     return out

@@ -323,7 +323,7 @@ class Backend(Settling):
     def resolve(self, target: Target) -> Box | None:
         g = self.geometry
         if target.named is not None:
-            box = self.a11y.locate(self.accessibility, target.named, Caps(), target.row)
+            box = self.a11y.locate(self.accessibility, target.named, Caps(), bool(target.row))
             return None if box is None else target.in_element(box)
         if target.box is not None:
             return Box(*target.box)
