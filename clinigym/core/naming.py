@@ -91,13 +91,13 @@ def name_target(tree: Tree, box: Box, mentioned: str = "") -> Naming:
     if not holding:
         return Naming(reason="no element the program shows holds the target's centre (an opaque widget "
                              "without an accessible element)")
+    row = _name_row(tree, box, stable, on_top)
+    if row is not None:
+        return row
     # Not much larger (the judge would take clicks far from it) unless a click anywhere in it
     # does the same, and holding most of the box (not a cell of the row that is the target:
     # the judge would refuse the row's other cells).
     area = max(box.area, 1.0)
-    row = _name_row(tree, box, stable, on_top)
-    if row is not None:
-        return row
     fitting = [(e, up) for e, up in holding if e.box is not None
                and (e.box.area <= MAX_GROWTH * area or e.role in ACTS_AS_ONE)
                and _overlap(e.box, box) >= MIN_COVER * area]

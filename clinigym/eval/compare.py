@@ -58,6 +58,9 @@ class Comparability:
     notes: list[str] = field(default_factory=list)
 
 
+DEFAULT_SCREEN = (1920, 1080)
+
+
 def read_provenance(run: Path) -> dict[str, Any] | None:
     """A run folder's provenance: run.json's, else summary.json's; None for a run made before
     clinigym recorded one (or a static-mode run)."""
@@ -120,9 +123,20 @@ def comparability(name_a: str, a: dict[str, Any] | None, name_b: str, b: dict[st
     return Comparability(differences, notes)
 
 
+def read_screen(run: Path) -> str:
+    """The screen a run was played on, as WIDTHxHEIGHT (run.json's; 1920x1080 before runs said it)."""
+    try:
+        screen = json.loads((run / "run.json").read_text()).get("screen") or DEFAULT_SCREEN
+    except (OSError, ValueError, AttributeError):
+        screen = DEFAULT_SCREEN
+    return "x".join(map(str, screen))
+
+
 def check_runs(runs: list[Path]) -> Comparability:
     """Every run against the first."""
     first = read_provenance(runs[0])
     found = [comparability(str(runs[0]), first, str(run), read_provenance(run)) for run in runs[1:]]
+    screens = [f"{runs[0]}: screen {read_screen(runs[0])} against {run}: {read_screen(run)}"
+               for run in runs[1:] if read_screen(run) != read_screen(runs[0])]
     return Comparability(list(dict.fromkeys(d for c in found for d in c.differences)),
-                         list(dict.fromkeys(n for c in found for n in c.notes)))
+                         list(dict.fromkeys([*(n for c in found for n in c.notes), *screens])))

@@ -83,3 +83,13 @@ def test_compare_refuses_unless_forced(tmp_path, capsys):
         f"no recorded episodes under {a} {b}\n")
     assert main(["compare", str(a), str(a)]) == 1
     assert capsys.readouterr().out == "comparable: the same tasks, scenario files and program versions\n"
+
+
+def test_runs_on_other_screens_are_noted(tmp_path):
+    a = run_folder(tmp_path, "a", prov({"orthanc/x": A1}))
+    b = run_folder(tmp_path, "b", prov({"orthanc/x": A1}))
+    small = run_folder(tmp_path, "small", prov({"orthanc/x": A1}))
+    spec = json.loads((small / "run.json").read_text())
+    (small / "run.json").write_text(json.dumps(spec | {"screen": [1280, 800]}))
+    assert check_runs([a, b]) == Comparability([], [])       # a run.json without a screen: 1920x1080
+    assert check_runs([a, small]) == Comparability([], [f"{a}: screen 1920x1080 against {small}: 1280x800"])
