@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from clinigym.bench.settle import bench_settle, format_settle, ms_stats, oracle_steps
+from clinigym.bench.tree import bench_a11y, format_tree
 from clinigym.envs.goal import GoalEnv
 from clinigym.envs.steps import StepsEnv
 from clinigym.runtime.backends import Backend, make_backend
@@ -58,24 +59,6 @@ def bench_audit(name: str, backend: Backend) -> dict | None:
     finally:
         env.close()   # the backend stays open: it is the caller's
     return {"scenario": scenario.key, **ms_stats([s["timings"]["audit"] for s in steps if "audit" in s["timings"]])}
-
-
-def bench_a11y(name: str, kind: str, repeats: int) -> dict | None:
-    """The accessibility tree's read per observation (`info["timings"]["a11y"]`) beside the
-    step's total, over oracle steps of the program's first scenario observed as
-    screenshot+a11y, on a program instance of its own with accessibility on (None: the
-    program has no accessibility source)."""
-    if load_app(name).accessibility is None:
-        return None
-    scenario = next(s for s in all_scenarios() if s.app == name)
-    env = StepsEnv(scenario, backend=kind, obs_mode="screenshot+a11y")
-    try:
-        steps = oracle_steps(env, repeats)
-        elements = len(env.backend.elements())
-    finally:
-        env.close()
-    return {"scenario": scenario.key, "read": ms_stats([s["timings"]["a11y"] for s in steps]),
-            "step": ms_stats([s["timings"]["total"] for s in steps]), "elements_last_screen": elements}
 
 
 def bench_app(name: str, repeats: int, kind: str = "local", watch_all: bool = False) -> dict:
@@ -178,14 +161,9 @@ def format_bench(result: dict) -> str:
             f"{s['settle']['p50_ms']:>7.0f} {r['reset']['p50_ms']:>10.0f} {r['reset']['p95_ms']:>10.0f} "
             f"{recreate:>17} {r['rss_mb']:>7.0f} {ratio:>8.2f}x "
             f"{r['ocr_agent_step']['p50_ms']:>8.0f} {r['ocr_agent_step']['p95_ms']:>8.0f} {audit:>14}")
-    lines += ["", f"{'program':<12} {'backend':<7} {'tree p50':>9} {'tree p95':>9} {'step p50':>9} "
-                  f"{'step p95':>9} {'vs off':>7}  (steps observed as screenshot+a11y)"]
-    for r in result["apps"]:
-        a = r.get("a11y")
-        if a:
-            lines.append(f"{r['app']:<12} {r['backend']:<7} {a['read']['p50_ms']:>9.0f} {a['read']['p95_ms']:>9.0f} "
-                         f"{a['step']['p50_ms']:>9.0f} {a['step']['p95_ms']:>9.0f} "
-                         f"{a['step']['p50_ms'] / r['step']['total']['p50_ms']:>6.2f}x")
+    trees = [(r["app"], r["backend"], r["a11y"], r["step"]["total"]) for r in result["apps"] if r.get("a11y")]
+    if trees:
+        lines += ["", format_tree(trees)]
     for sc in result.get("side_by_side", []):
         rounds = ", ".join(f"{r['environments']}: {r['step']['p50_ms']:.0f}" for r in sc["rounds"])
         lines.append(f"side by side, {sc['app']} on {sc['backend']}: step p50 ms by environments ({rounds}); "
@@ -196,9 +174,7 @@ def format_bench(result: dict) -> str:
                  "place, recreate = new container + reset; mem = RSS (local) or container memory "
                  "without page cache (docker); OCR = the OCR agent's act() on the first screen, uncached; "
                  "audit = the per-step safety audit of a goal-mode oracle episode (its records read and "
-                 "compared), over every action but the ending one; tree = the accessibility tree's read "
-                 "per observation, step its step total with the tree read, vs off = that step p50 over "
-                 "the step p50 without it")
+                 "compared), over every action but the ending one")
     return "\n".join(lines)
 
 

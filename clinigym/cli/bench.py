@@ -1,5 +1,5 @@
-"""`clinigym bench`: latency, memory and settling of every program, or the throughput of
-pools and Ray (clinigym/bench/)."""
+"""`clinigym bench`: latency, memory and settling of every program, the accessibility tree's
+read alone, or the throughput of pools and Ray (clinigym/bench/)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +11,7 @@ BENCH_DEFAULTS = {"repeats": 10, "side_by_side": "dicomscope", "backends": ["loc
                   "watch_all": False}
 BENCH_IGNORED = (Ignored(("--program", "--repeats", "--side-by-side", "--watch-all", "--backends"),
                          lambda a: "with --throughput" if a.throughput else None),
+                 Ignored(("--side-by-side", "--watch-all"), lambda a: "with --tree" if a.tree else None),
                  Ignored(("--rounds",), lambda a: None if a.throughput else "without --throughput"))
 
 
@@ -25,8 +26,11 @@ def cmd_bench(args) -> int:
     if args.throughput:
         from clinigym.bench.throughput import run_throughput
         return run_throughput(out, args.rounds)
-    from clinigym.bench.latency import run_bench
     from clinigym.spec.apps import app_names
+    if args.tree:
+        from clinigym.bench.tree import run_tree_bench
+        return run_tree_bench(args.program or app_names(), args.repeats, out, args.backends)
+    from clinigym.bench.latency import run_bench
     return run_bench(args.program or app_names(), args.repeats, out, args.backends,
                      side_by_side=None if args.side_by_side == "none" else args.side_by_side,
                      watch_all=args.watch_all)
@@ -36,7 +40,7 @@ def register(sub) -> None:
     p = sub.add_parser("bench", help="measure screenshot, step and reset latency, memory, and settling "
                                      "under each settle rule", epilog=examples(
         "clinigym bench --program orthanc dicomscope --repeats 3 --side-by-side none",
-        "clinigym bench --backends local docker --json-out runs/bench.json",
+        "clinigym bench --tree --backends local docker --repeats 3 --json-out runs/bench-tree.json",
         "clinigym bench --throughput --rounds 3 --json-out runs/bench-throughput.json"))
     p.add_argument("--program", nargs="+", type=program, metavar="PROGRAM", help="programs (default: all)")
     add_deprecated(p, "--apps", "--program", "program", nargs="*", type=program)
@@ -52,9 +56,13 @@ def register(sub) -> None:
     p.add_argument("--backends", nargs="+", choices=KINDS,
                    help="backends to measure (default local; docker adds restart vs recreate and side-by-side "
                         "scaling)")
-    p.add_argument("--throughput", action="store_true",
-                   help="instead: episodes and steps per minute of the oracle with 1, 2, 4 and 8 workers "
-                        "and on a two-node loopback Ray cluster (needs root and clinigym[ray])")
+    modes = p.add_mutually_exclusive_group()
+    modes.add_argument("--tree", action="store_true",
+                       help="instead: only the accessibility tree's read per observation beside the step, "
+                            "on every program with a tree (also part of the whole bench)")
+    modes.add_argument("--throughput", action="store_true",
+                       help="instead: episodes and steps per minute of the oracle with 1, 2, 4 and 8 workers "
+                            "and on a two-node loopback Ray cluster (needs root and clinigym[ray])")
     p.add_argument("--rounds", type=at_least_one,
                    help="with --throughput: rounds of every run (medians; ratios within a round; default 3)")
     p.set_defaults(func=cmd_bench)

@@ -175,29 +175,33 @@ class Tree:
 
     def find(self, selector: Selector) -> list[Element]:
         """The elements the selector names, in the program's order (with `index`: that one)."""
-        found = [e for e, ancestors in _with_ancestors(self.roots, ())
+        found = [e for e, ancestors in self.with_ancestors()
                  if selector.matches(e) and _within(selector.within, ancestors)]
         if selector.index is None:
             return found
         return found[selector.index:selector.index + 1]
 
-    def row(self, element: Element) -> Box | None:
+    def with_ancestors(self) -> Iterator[tuple[Element, tuple[Element, ...]]]:
+        """Every element with its ancestors (outermost first), in the program's order."""
+        return _with_ancestors(self.roots, ())
+
+    def row(self, element: Element, ancestors: tuple[Element, ...] | None = None) -> Box | None:
         """The row `element` (a cell) is in: its height across its nearest table, list or
-        tree holding it; None when it is in none, or has no box."""
-        for e, ancestors in _with_ancestors(self.roots, ()):
-            if e is element:
-                holder = next((a for a in reversed(ancestors) if a.role in ROW_HOLDERS and a.box is not None), None)
-                if holder is None or holder.box is None or element.box is None:
-                    return None
-                return Box(holder.box.x1, element.box.y1, holder.box.x2, element.box.y2)
-        return None
+        tree holding it; None when it is in none, or has no box. `ancestors`: the element's,
+        when the caller walked to it (else a walk finds them)."""
+        if ancestors is None:
+            ancestors = next((up for e, up in self.with_ancestors() if e is element), None)
+        if ancestors is None or element.box is None:
+            return None
+        holder = next((a.box for a in reversed(ancestors) if a.role in ROW_HOLDERS and a.box is not None), None)
+        return None if holder is None else Box(holder.x1, element.box.y1, holder.x2, element.box.y2)
 
     def to_text(self) -> str:
         """One line per element, indented by depth:
         ``[n] role "name" (x1,y1,x2,y2) state,state``; n counts from 1 in walk order (showing
         and visible, which every element read is, are left out)."""
         lines = []
-        for n, (e, ancestors) in enumerate(_with_ancestors(self.roots, ()), 1):
+        for n, (e, ancestors) in enumerate(self.with_ancestors(), 1):
             parts = [f"{'  ' * len(ancestors)}[{n}] {e.role} {json.dumps(e.name, ensure_ascii=False)}"]
             if e.box is not None:
                 parts.append("({},{},{},{})".format(*(int(round(v)) for v in e.box.as_list())))

@@ -18,8 +18,8 @@ from PIL import Image, ImageDraw, ImageFont
 from clinigym.core.elements import Element, Tree
 from clinigym.core.geometry import Box
 
-__all__ = ["INTERACTIVE_ROLES", "INTERACTIVE_STATES", "Mark", "draw_marks", "interactive", "marks_from_json",
-           "marks_of", "marks_text", "marks_to_json"]
+__all__ = ["INTERACTIVE_ROLES", "INTERACTIVE_STATES", "ITEM_HOLDERS", "LAYOUT_ROLES", "Mark", "draw_marks",
+           "interactive", "marks_from_json", "marks_of", "marks_text", "marks_to_json"]
 
 # Roles a user acts on: AT-SPI's role names (desktop toolkits) and Chromium's ARIA roles.
 INTERACTIVE_ROLES = frozenset({
@@ -32,8 +32,16 @@ INTERACTIVE_ROLES = frozenset({
     "searchbox", "spinbutton", "tab", "option", "gridcell", "cell", "row", "treeitem", "switch",
     "listitem", "columnheader",
 })
-# States that make any element interactive (a clickable canvas Chromium calls focusable).
+# States that make any element interactive (a clickable canvas Chromium calls focusable)...
 INTERACTIVE_STATES = frozenset({"focusable", "editable"})
+# ...but for what only holds others: Java's panes and Chromium's page say they are focusable.
+LAYOUT_ROLES = frozenset({
+    "application", "frame", "window", "panel", "filler", "scroll pane", "viewport", "root pane", "layered pane",
+    "glass pane", "document frame", "document web", "RootWebArea", "WebArea",
+})
+# A list without a box is not shown: Qt keeps a closed drop-down's items in the tree, each
+# saying it is showing, at the screen's top-left corner.
+ITEM_HOLDERS = frozenset({"list", "list box", "menu", "popup menu", "table", "tree", "tree table"})
 
 _COLOUR = (255, 0, 110)      # outline and label background: rare in grey medical images
 _TEXT = (255, 255, 255)
@@ -52,17 +60,21 @@ class Mark:
                 "box": [round(v, 1) for v in self.box.as_list()]}
 
 
-def interactive(element: Element) -> bool:
-    """Whether a user acts on it: an interactive role or state, and a box to act in."""
+def interactive(element: Element, ancestors: tuple[Element, ...] = ()) -> bool:
+    """Whether a user acts on it: an interactive role, or an interactive state on an element
+    that is not layout; and a box to act in, inside a shown list (`ancestors`: the element's,
+    outermost first)."""
     return (element.box is not None and element.box.area > 0
-            and (element.role in INTERACTIVE_ROLES or bool(element.states & INTERACTIVE_STATES)))
+            and (element.role in INTERACTIVE_ROLES
+                 or (bool(element.states & INTERACTIVE_STATES) and element.role not in LAYOUT_ROLES))
+            and not (ancestors and ancestors[-1].role in ITEM_HOLDERS and ancestors[-1].box is None))
 
 
 def marks_of(tree: Tree) -> list[Mark]:
     """The marks of a tree whose boxes are in observation pixels (`Tree.to_obs`)."""
     out: list[Mark] = []
-    for element in tree.walk():
-        if interactive(element):
+    for element, ancestors in tree.with_ancestors():
+        if interactive(element, ancestors):
             assert element.box is not None
             out.append(Mark(len(out) + 1, element.role, element.name, element.box))
     return out

@@ -8,7 +8,6 @@ a scenario's pixel boxes (`clinigym targets`). Pure: a tree and a box in, a `Nam
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +84,7 @@ def name_target(tree: Tree, box: Box, mentioned: str = "") -> Naming:
     stable = _Stable(mentioned)
     x, y = box.center
     on_top = _active_window(tree, x, y)
-    holding = sorted(((e, up) for e, up in _with_ancestors(tree) if e.box is not None and e.box.contains(x, y)
+    holding = sorted(((e, up) for e, up in tree.with_ancestors() if e.box is not None and e.box.contains(x, y)
                       and e.role not in CONTAINERS and (on_top is None or e is on_top or on_top in up)),
                      key=lambda pair: pair[0].box.area if pair[0].box else 0.0)
     if not holding:
@@ -126,8 +125,8 @@ def name_point(tree: Tree, point: tuple[float, float], max_area: float, mentione
     x, y = point
     on_top = _active_window(tree, x, y)
     stable = _Stable(mentioned)
-    holding = [(e, up) for e, up in _with_ancestors(tree) if e.box is not None and e.box.contains(x, y)
-               and e.box.area <= max_area and interactive(e) and (on_top is None or on_top in up)]
+    holding = [(e, up) for e, up in tree.with_ancestors() if e.box is not None and e.box.contains(x, y)
+               and e.box.area <= max_area and interactive(e, up) and (on_top is None or on_top in up)]
     for element, ancestors in sorted(holding, key=lambda pair: pair[0].box.area if pair[0].box else 0.0):
         selector = _unique(tree, element, ancestors, stable)
         if selector is not None:
@@ -140,12 +139,12 @@ def _name_row(tree: Tree, box: Box, stable: _Stable, on_top: Element | None) -> 
     scenario mentions (a PUID) before any other, and only a name that finds one cell."""
     area = max(box.area, 1.0)
     cells = []
-    for element, ancestors in _with_ancestors(tree):
+    for element, ancestors in tree.with_ancestors():
         e = element.box
         if (e is None or not element.name or not box.y1 <= (e.y1 + e.y2) / 2 <= box.y2
                 or not box.x1 <= (e.x1 + e.x2) / 2 <= box.x2 or (on_top is not None and on_top not in ancestors)):
             continue
-        row = tree.row(element)
+        row = tree.row(element, ancestors)
         # the box is the row: it holds most of the row (not one cell of it), and the row most of it
         if row is not None and _overlap(row, box) >= max(MIN_COVER * area, ROW_SHARE * row.area):
             cells.append((element, ancestors))
@@ -238,11 +237,3 @@ def _part(box: Box, within: Box) -> tuple[float, float, float, float]:
     w, h = within.x2 - within.x1, within.y2 - within.y1
     return (round((box.x1 - within.x1) / w, 4), round((box.y1 - within.y1) / h, 4),
             round((box.x2 - within.x1) / w, 4), round((box.y2 - within.y1) / h, 4))
-
-
-def _with_ancestors(tree: Tree) -> Iterator[tuple[Element, tuple[Element, ...]]]:
-    stack: list[tuple[Element, tuple[Element, ...]]] = [(root, ()) for root in reversed(tree.roots)]
-    while stack:
-        element, ancestors = stack.pop()
-        yield element, ancestors
-        stack.extend((child, (*ancestors, element)) for child in reversed(element.children))

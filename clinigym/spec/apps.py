@@ -212,6 +212,12 @@ class Accessibility(Spec):
     env: dict[str, str] = Field({}, description=(
         "the toolkit's switches, added to every process's environment when accessibility is on "
         "(GTK 2: GTK_MODULES=gail:atk-bridge; Qt 5: QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1)"))
+    walk: Literal["collection", "levels"] = Field("collection", description=(
+        "atspi: how the showing elements are found. collection: one Collection.GetMatches call, "
+        "which the bridge answers by visiting every element, hidden ones too (GTK 2 needs it: "
+        "its open menus' parents do not say they are showing); levels: a walk level by level "
+        "that never enters a hidden element (the Java ATK wrapper answers each of its calls "
+        "quickly but GetMatches slowly). A program without Collection (Qt) is walked by levels."))
 
     @field_validator("env")
     @classmethod
@@ -223,6 +229,12 @@ class Accessibility(Spec):
                 raise ValueError(f"env: {key} is set by clinigym when accessibility is on (the program's "
                                  f"private buses); leave it out")
         return v
+
+    @model_validator(mode="after")
+    def _walk_is_atspi(self):
+        if self.walk != "collection" and self.source != "atspi":
+            raise ValueError(f"walk: {self.walk} goes with source atspi (Chromium's tree comes whole)")
+        return self
 
 
 class AppSpec(Spec):

@@ -14,14 +14,29 @@ only mask `clinigym validate`'s comparison of recordings and judge nothing.
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from clinigym.core.errors import SpecError
+
+if TYPE_CHECKING:   # the scenario's module checks sizes with this one: no import at run time
+    from clinigym.spec.conditions import Target, _Condition
+    from clinigym.spec.scenarios import Scenario
 
 MEASURED_AT = (1920, 1080)   # the screen every pixel box and reference image of a scenario belongs to
 
 
-def _bound_conditions(where: str, conditions: list[Any]) -> list[tuple[str, str]]:
+def _bound_target(where: str, target: Target | None) -> list[tuple[str, str]]:
+    if target is None:
+        return []
+    if target.kind == "box":
+        return [(where, f"a `{'box' if target.box is not None else 'box_percent'}` target")]
+    if target.part is not None:
+        return [(where, "a `part` of an element (fractions of a box whose content may not scale with it)")]
+    return []
+
+
+def _bound_conditions(where: str, conditions: Iterable[_Condition]) -> list[tuple[str, str]]:
     found = []
     for i, cond in enumerate(conditions):
         if cond.kind == "screen":
@@ -31,26 +46,22 @@ def _bound_conditions(where: str, conditions: list[Any]) -> list[tuple[str, str]
     return found
 
 
-def pixel_bound(scenario: Any) -> list[tuple[str, str]]:
-    """Every place of `scenario` (a `clinigym.spec.scenarios.Scenario`) that is in pixels
-    of the 1920x1080 screen, as (field, what); empty when it runs at any size."""
+def pixel_bound(scenario: Scenario) -> list[tuple[str, str]]:
+    """Every place of `scenario` that is in pixels of the 1920x1080 screen, as (field, what);
+    empty when it runs at any size."""
     found = []
-    for part, steps in (("setup", scenario.setup), ("steps", scenario.steps)):
-        for i, step in enumerate(steps):
-            for name in ("target", "end_target"):
-                target = getattr(step, name)
-                if target is not None and target.kind == "box":
-                    kind = "box" if target.box is not None else "box_percent"
-                    found.append((f"{part}[{i}].{name}", f"a `{kind}` target"))
-                elif target is not None and target.part is not None:
-                    found.append((f"{part}[{i}].{name}", "a `part` of an element (fractions of a box whose "
-                                                         "content may not scale with it)"))
-            found += _bound_conditions(f"{part}[{i}].{'until' if part == 'setup' else 'transition'}",
-                                       step.until if part == "setup" else step.transition)
+    for i, setup in enumerate(scenario.setup):
+        found += _bound_target(f"setup[{i}].target", setup.target)
+        found += _bound_target(f"setup[{i}].end_target", setup.end_target)
+        found += _bound_conditions(f"setup[{i}].until", setup.until)
+    for i, step in enumerate(scenario.steps):
+        found += _bound_target(f"steps[{i}].target", step.target)
+        found += _bound_target(f"steps[{i}].end_target", step.end_target)
+        found += _bound_conditions(f"steps[{i}].transition", step.transition)
     return found + _bound_conditions("check", scenario.check)
 
 
-def check_screen_size(scenario: Any, width: int, height: int) -> None:
+def check_screen_size(scenario: Scenario, width: int, height: int) -> None:
     """A SpecError naming the scenario, the first pixel-bound field and why, when the
     scenario cannot be judged on a `width` x `height` screen."""
     if (width, height) == MEASURED_AT:

@@ -9,7 +9,7 @@ from Xlib import XK, X
 from Xlib import display as xdisplay
 
 from clinigym.runtime.display import DisplaySession, InputError
-from clinigym.runtime.waiting import wait_for
+from clinigym.runtime.waiting import poll, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,8 @@ class Window:
 def window(session):
     w = Window(session.name)
     # The window manager maps it: seconds when the machine is busy (a CI run on 2 cores).
-    wait_for(lambda: w.drain() is not None and session.has_window("^probe$"), 30, "probe window")
+    if not poll(lambda: w.drain() is not None and session.has_window("^probe$"), 30):
+        pytest.fail(f"the probe window was not listed in 30 s: {listing(session)}")
     # A click gives the window the keyboard focus, as for a person. The window manager may
     # still be placing it when it is listed, so click again until one arrives; the round trip
     # after each click queues all of its events, so none arrives after the clear below.
@@ -75,10 +76,23 @@ def window(session):
         session.click(960, 540)
         w.d.sync()
         return presses(w.drain(), X.ButtonRelease)
-    wait_for(focus_click, 30, "focus click", interval=0.5)
+    if not poll(focus_click, 30, interval=0.5):
+        pytest.fail(f"no click reached the probe window in 30 s: {listing(session)}")
     w.events.clear()
     yield w
     w.close()
+
+
+def listing(session):
+    """What the session sees, to tell a busy window manager from a lost server."""
+    try:
+        titles = session.window_titles()
+    except Exception as exc:  # the failure being described
+        titles = f"{type(exc).__name__}: {exc}"
+    wm = session._workdir / "wm.log"
+    return (f"titles {titles!r}; server {'answers' if session.answers() else 'does not answer'}; "
+            f"processes {[p.poll() for p in session._procs]} (None: running); "
+            f"wm.log {wm.read_text(errors='replace')[-300:] if wm.exists() else 'gone'!r}")
 
 
 def presses(events, kind):

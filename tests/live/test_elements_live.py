@@ -4,11 +4,17 @@ the program itself gives, each holding its step's target; the buses leave nothin
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 from elementcheck import nothing_left, row_with_cell, walk_scenario
 
 from clinigym.core.elements import Selector
+from clinigym.runtime.a11y.bus import bus_processes
+from clinigym.runtime.backends import make_backend
+from clinigym.runtime.procfs import comm
+from clinigym.runtime.waiting import wait_for
+from clinigym.spec.apps import load_app
 from clinigym.spec.paths import builtin_root
 
 SCENARIOS = builtin_root() / "scenarios"
@@ -79,3 +85,33 @@ def test_an_element_target_resolves_to_its_one_element_s_box():
             backend.resolve(Target.model_validate({"element": {"role": "menu item"}}))
     finally:
         backend.close()
+
+
+def test_environments_asked_at_once_share_one_bus():
+    """A reset's restore commands get their environment on a thread of their own while its
+    first process starts: both get the one bus pair (two had taken each other's sockets and,
+    closing, each other's processes: the registry stopped answering)."""
+    backend = make_backend(load_app("aeskulap"), accessibility=True)
+    try:
+        start = threading.Barrier(4)
+        envs: list[dict[str, str]] = []
+
+        def ask() -> None:
+            env: dict[str, str] = {}
+            start.wait()
+            backend.a11y.apply(env, True)
+            envs.append(env)
+
+        threads = [threading.Thread(target=ask) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(envs) == 4 and all(e == envs[0] for e in envs)
+        folder = backend.a11y.bus.folder
+        # The session bus and the AT-SPI bus its launcher started: one of each.
+        wait_for(lambda: [comm(p) for p in bus_processes(folder)].count("at-spi-bus-laun") == 1, 10, "the launcher")
+        assert sorted(comm(p) for p in bus_processes(folder)) == ["at-spi-bus-laun", "dbus-daemon", "dbus-daemon"]
+    finally:
+        backend.close()
+    assert nothing_left(folder) == []

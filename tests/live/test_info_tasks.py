@@ -55,8 +55,8 @@ def wrong(scenario) -> str:
     if a.number is not None:
         return f"{a.number + a.tolerance + 1:g}"
     return {"CG0002": "CG0003", "CG0003": "CG0001", "ACC1001": "ACC1002", "ACC1002": "ACC1003",
-            "19900303": "19800202", "20240212": "20240105", "I10": "Z88.0", "01/01/1972": "01/01/1970",
-            "LIC-0001": "HP0001"}[a.text]
+            "19900303": "19800202", "20240212": "20240105", "I10": "Z88.0", "Z88.0": "I10",
+            "01/01/1972": "01/01/1970", "LIC-0001": "HP0001", "CG0101": "CG0001"}[a.text]
 
 
 @pytest.mark.parametrize("scenario", representative(INFO, 1))

@@ -33,7 +33,7 @@ CASES = {
     "aeskulap": Case("aeskulap/open-study-file.yaml"),
     "dicomscope": Case("dicomscope/medspot-01-flip.yaml"),
     "ginkgocadx": Case("ginkgocadx/medspot-09-dicom-inspector.yaml"),
-    "gnuhealth": Case("gnuhealth/vital-signs.yaml"),
+    "gnuhealth": Case("gnuhealth/info-age.yaml"),
     "itksnap": Case("itksnap/info-slice-count.yaml"),
     "orthanc": Case("orthanc/info-birth-date.yaml", (
         Selector(role="link", name="All patients"),

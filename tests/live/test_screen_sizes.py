@@ -27,6 +27,7 @@ BY_MEANING = {
     "ohif": "scenarios/ohif/open-study.yaml",
     "itksnap": "scenarios/itksnap/medspot-01-check-updates.yaml",
     "ginkgocadx": "scenarios/ginkgocadx/medspot-09-dicom-inspector.yaml",
+    "gnuhealth": "scenarios/gnuhealth/info-age.yaml",
 }
 
 

@@ -10,7 +10,7 @@ from conftest import clinigym
     ("programs", ["--json", "--packages", "--fetch"]), ("scenarios", ["--json"]),
     ("run", ["--agent", "--model-family", "--checkpoint", "--mode", "--budget", "--ray"]),
     ("score", ["--predictions", "--penalties", "--json-out"]), ("compare", ["--penalties", "--json"]),
-    ("bench", ["--program", "--backends", "--throughput", "--rounds", "--json-out"]),
+    ("bench", ["--program", "--backends", "--tree", "--throughput", "--rounds", "--json-out"]),
     ("export", ["--medspot", "--parquet"]), ("report", ["--out"]),
     ("replay", ["--threshold", "--json"]), ("validate", ["--scenario-map", "--json"]), ("agents", ["--json"]),
     ("coverage", ["--json"]), ("shape", ["--per-program"]), ("images", ["--force"]), ("cleanup", ["--all"]),

@@ -27,6 +27,11 @@ TREE = assemble([
     Raw("t", "w", "text", "", states=frozenset({"editable", "focused"}), box=Box(10, 30, 110, 50)),
     Raw("canvas", "w", "drawing area", "", states=frozenset({"focusable"}), box=Box(0, 60, 200, 100)),
     Raw("zero", "w", "push button", "Hidden", box=Box(5, 5, 5, 5)),
+    Raw("pane", "w", "panel", "", states=frozenset({"focusable"}), box=Box(120, 20, 200, 60)),
+    # a closed drop-down as Qt gives it: the list without a box, its items at the corner
+    Raw("combo", "w", "combo box", "Label 1", box=Box(120, 70, 180, 90)),
+    Raw("closed", "combo", "list", ""),
+    Raw("item", "closed", "list item", "Label 2", states=frozenset({"focusable"}), box=Box(0, 0, 100, 20)),
 ])
 
 
@@ -35,7 +40,8 @@ def test_marks_are_the_interactive_elements_in_walk_order():
         Mark(1, "push button", "Flip", Box(10, 2, 30, 18)),
         Mark(2, "text", "", Box(10, 30, 110, 50)),
         Mark(3, "drawing area", "", Box(0, 60, 200, 100)),   # focusable: a canvas one clicks in
-    ]
+        Mark(4, "combo box", "Label 1", Box(120, 70, 180, 90)),
+    ]   # not the focusable panel (it only holds others), nor the closed list's item
 
 
 def test_marks_round_trip_and_text():
@@ -44,7 +50,7 @@ def test_marks_round_trip_and_text():
     assert json.loads(marks_to_json(marks))[0] == {"mark": 1, "role": "push button", "name": "Flip",
                                                    "box": [10, 2, 30, 18]}
     assert marks_text(marks) == ('[1] push button "Flip" (10,2,30,18)\n[2] text "" (10,30,110,50)\n'
-                                 '[3] drawing area "" (0,60,200,100)')
+                                 '[3] drawing area "" (0,60,200,100)\n[4] combo box "Label 1" (120,70,180,90)')
 
 
 def test_drawn_marks_outline_the_box_and_leave_the_rest():

@@ -25,7 +25,7 @@ class Reader(Protocol):
 
 def _atspi(backend: Any) -> Reader:
     from clinigym.runtime.a11y.atspi import AtspiReader
-    return AtspiReader(backend.a11y.bus.a11y)
+    return AtspiReader(backend.a11y.bus.a11y, backend.app.accessibility.walk)
 
 
 def _devtools(backend: Any) -> Reader:

@@ -1,18 +1,24 @@
 """The AT-SPI reader: desktop toolkits' accessibility trees (GTK 2/3, wxGTK, Qt 5, Java Swing
 through the ATK wrapper), from the program's private AT-SPI bus (`bus.py`).
 
-Two ways, measured per program (docs/guides/accessibility.md):
+Two ways, chosen per program (its file's ``accessibility.walk``; measured in
+docs/guides/accessibility.md):
 
-- where the application's root has the Collection interface (atk-bridge: GTK, wx, Java),
-  ``Collection.GetMatches`` with the states SHOWING and VISIBLE lists every showing element
-  in one call, in the tree's order; one pipelined round then asks each for its role,
-  states, name, description, parent and extents;
-- else (Qt 5), a walk level by level, pruned to showing elements: per level one pipelined
-  round of states and children, then one of role, name, description and extents for the
-  showing ones only (Qt keeps hundreds of hidden widgets in its tree).
+- ``collection``, where the application's root has the Collection interface (atk-bridge:
+  GTK, wx, Java): ``Collection.GetMatches`` with the states SHOWING and VISIBLE lists every
+  showing element in one call, in the tree's order; one pipelined round then asks each for
+  its role, states, name, description, parent and extents. The bridge answers it by
+  visiting every element, hidden ones too: cheap in GTK, slow through the Java wrapper;
+- ``levels``, and wherever there is no Collection (Qt 5): a walk level by level, pruned to
+  showing elements: per level one pipelined round of states and children, then one of role,
+  name, description and extents for the showing ones only (Qt keeps hundreds of hidden
+  widgets in its tree).
 
 Hidden elements are never read. Role numbers are named by a static table (AtspiRole), not
-by one GetRoleName call per role. Text and value widgets get their content in one more round.
+by one GetRoleName call per role. An element's name, description and parent come from one
+``Properties.GetAll`` where the application's toolkit is one whose bridge answers it
+(`GET_ALL_TOOLKITS`: half the time of three calls in GNU Health's forms), else from three
+``Get``. Text and value widgets get their content in one more round.
 """
 from __future__ import annotations
 
@@ -30,6 +36,10 @@ REGISTRY = "org.a11y.atspi.Registry"
 ACC = "org.a11y.atspi.Accessible"
 COLLECTION = "org.a11y.atspi.Collection"
 COMPONENT = "org.a11y.atspi.Component"
+APPLICATION = "org.a11y.atspi.Application"
+# Toolkits whose bridge (atk-bridge) answers Properties.GetAll: GTK 3, GTK 2 and wx (GAIL),
+# Java's ATK wrapper. Qt's leaves it unanswered (ITK-SNAP's vanished from the bus after one).
+GET_ALL_TOOLKITS = frozenset({"gtk", "GAIL", "J2SE-access-bridge"})
 SCREEN_COORDS = 0
 SORT_CANONICAL = 1
 MATCH_ALL = 1
@@ -85,6 +95,17 @@ def _prop(reply: tuple[Any, ...] | None) -> Any:
     return reply[0][1] if reply else None
 
 
+def _texts(props: list[tuple[Any, ...] | None]) -> tuple[str, str, Any]:
+    """Name, description and parent: from one GetAll reply, or from Get replies (the parent's
+    only when asked for)."""
+    if len(props) == 1:
+        found = props[0][0] if props[0] else {}
+        return (found.get("Name", ("s", ""))[1] or "", found.get("Description", ("s", ""))[1] or "",
+                found["Parent"][1] if "Parent" in found else None)
+    name, desc, *parent = props
+    return _prop(name) or "", _prop(desc) or "", _prop(parent[0]) if parent else None
+
+
 def _box(reply: tuple[Any, ...] | None) -> Box | None:
     if not reply:
         return None
@@ -98,9 +119,11 @@ class AtspiReader:
 
     source = "atspi"
 
-    def __init__(self, address: str):
+    def __init__(self, address: str, walk: str = "collection"):
         self.conn = Connection(address)
+        self.walk = walk
         self._collection: dict[str, bool] = {}   # per application: whether GetMatches answers
+        self._get_all: dict[str, bool] = {}      # per application: whether its toolkit answers GetAll
 
     def close(self) -> None:
         self.conn.close()
@@ -117,9 +140,21 @@ class AtspiReader:
             raws += self._app((bus, path), caps, deadline, hit)
         return assemble(raws, caps, screen, hit, self.source)
 
+    def _text_calls(self, ref: Ref, parent: bool) -> list[Call]:
+        """The calls for an element's name, description and (`parent`) parent; `_texts` reads
+        their replies."""
+        b, p = ref
+        if self._get_all.get(b, False):   # an element of another application: asked one by one
+            return [Call.props(b, p, ACC)]
+        return [Call.prop(b, p, ACC, "Name"), Call.prop(b, p, ACC, "Description"),
+                *([Call.prop(b, p, ACC, "Parent")] if parent else [])]
+
     def _app(self, app: Ref, caps: Caps, deadline: float, hit: set[str]) -> list[Raw]:
         bus = app[0]
-        if self._collection.get(bus, True):
+        if bus not in self._get_all:
+            [reply], _ = self.conn.many([Call.prop(bus, app[1], APPLICATION, "ToolkitName")], deadline)
+            self._get_all[bus] = _prop(reply) in GET_ALL_TOOLKITS
+        if self.walk == "collection" and self._collection.get(bus, True):
             raws = self._by_collection(app, caps, deadline, hit)
             if raws is not None:
                 self._collection[bus] = True
@@ -155,24 +190,24 @@ class AtspiReader:
         return self._values(raws, deadline, hit)
 
     def _details(self, refs: list[Ref], app: Ref, deadline: float, hit: set[str]) -> list[Raw]:
-        """Role, states, name, description, parent and extents of each element, in one round."""
-        per = 6
+        """Role, states, extents, name, description and parent of each element, in one round."""
         calls = []
         for b, p in refs:
-            calls += [Call(b, p, ACC, "GetRole"), Call(b, p, ACC, "GetState"), Call.prop(b, p, ACC, "Name"),
-                      Call.prop(b, p, ACC, "Description"), Call.prop(b, p, ACC, "Parent"),
-                      Call(b, p, COMPONENT, "GetExtents", "u", (SCREEN_COORDS,))]
+            calls += [Call(b, p, ACC, "GetRole"), Call(b, p, ACC, "GetState"),
+                      Call(b, p, COMPONENT, "GetExtents", "u", (SCREEN_COORDS,)),
+                      *self._text_calls((b, p), parent=True)]
+        per = len(calls) // len(refs) if refs else 0
         res, late = self.conn.many(calls, deadline)
         if late:
             hit.add("time")
         raws = []
         for i, ref in enumerate(refs):
-            role, state, name, desc, parent, ext = res[per * i: per * i + per]
+            role, state, ext, *texts = res[per * i: per * i + per]
             if role is None:   # gone meanwhile, or no reply in time
                 continue
-            up = _prop(parent)
+            name, desc, up = _texts(texts)
             raws.append(Raw(ref, None if ref == app or up is None else tuple(up), role_name(role[0]),
-                            _prop(name) or "", _prop(desc) or "", states_of(_bits(state)), None, _box(ext)))
+                            name, desc, states_of(_bits(state)), None, _box(ext)))
         return raws
 
     # -- level walk, pruned to showing: where there is no Collection ----------------------
@@ -195,16 +230,16 @@ class AtspiReader:
                     break
                 keep.append((ref, parent, bits))
                 below += [(k, ref) for k in caps.children([tuple(k) for k in kids[0]] if kids else [], depth, hit)]
-            details, late2 = self.conn.many(
-                [c for (b, p), _, _ in keep for c in (Call(b, p, ACC, "GetRole"), Call.prop(b, p, ACC, "Name"),
-                                                      Call.prop(b, p, ACC, "Description"),
-                                                      Call(b, p, COMPONENT, "GetExtents", "u", (SCREEN_COORDS,)))],
-                deadline)
+            calls = [c for (b, p), _, _ in keep
+                     for c in (Call(b, p, ACC, "GetRole"), Call(b, p, COMPONENT, "GetExtents", "u", (SCREEN_COORDS,)),
+                               *self._text_calls((b, p), parent=False))]
+            per = len(calls) // len(keep) if keep else 0
+            details, late2 = self.conn.many(calls, deadline)
             for i, (ref, parent, bits) in enumerate(keep):
-                role, name, desc, ext = details[4 * i: 4 * i + 4]
+                role, ext, *texts = details[per * i: per * i + per]
                 if role is not None:
-                    raws.append(Raw(ref, parent, role_name(role[0]), _prop(name) or "", _prop(desc) or "",
-                                    states_of(bits), None, _box(ext)))
+                    name, desc, _ = _texts(texts)
+                    raws.append(Raw(ref, parent, role_name(role[0]), name, desc, states_of(bits), None, _box(ext)))
             if late or late2:
                 hit.add("time")
                 break

@@ -40,6 +40,11 @@ class Call:
     def prop(cls, bus: str, path: str, interface: str, name: str) -> Call:
         return cls(bus, path, PROPERTIES, "Get", "ss", (interface, name))
 
+    @classmethod
+    def props(cls, bus: str, path: str, interface: str) -> Call:
+        """All of an interface's properties, as {name: (signature, value)}."""
+        return cls(bus, path, PROPERTIES, "GetAll", "s", (interface,))
+
 
 class Connection:
     """One connection to a bus (`address` as D-Bus writes it: ``unix:path=...``)."""

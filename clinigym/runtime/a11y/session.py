@@ -3,6 +3,7 @@ and its reader. Off unless a run asks for it (`Backend.accessibility`), so that 
 it start the programs exactly as before (``NO_AT_BRIDGE=1``, no bus)."""
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 from clinigym.core.elements import Caps, Selector, Tree
@@ -20,6 +21,9 @@ class A11ySession:
         self.backend = backend
         self.bus: A11yBus | None = None
         self._reader: Reader | None = None
+        # A reset's restore commands get their environment on a thread of their own while the
+        # first process starts: two buses on one folder took each other's sockets and processes.
+        self._starting = threading.Lock()
 
     def apply(self, env: dict[str, str], on: bool) -> None:
         """With accessibility `on`: the bridge allowed, the toolkit's switches, and the private
@@ -28,9 +32,10 @@ class A11ySession:
         spec = self.backend.app.accessibility
         if not on or spec is None or spec.source not in NEEDS_BUS:
             return
-        if self.bus is None:
-            from clinigym.runtime.a11y.bus import A11yBus  # D-Bus (jeepney) only for runs that ask
-            self.bus = A11yBus(self.backend.workdir / "a11y")
+        with self._starting:
+            if self.bus is None:
+                from clinigym.runtime.a11y.bus import A11yBus  # D-Bus (jeepney) only for runs that ask
+                self.bus = A11yBus(self.backend.workdir / "a11y")
         env.pop("NO_AT_BRIDGE", None)
         env.update(spec.env)
         env.update(self.bus.env())
