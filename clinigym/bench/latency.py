@@ -3,17 +3,15 @@ baseline measured in the same command (ratios are against it), and the per-step 
 audit's time in the goal mode."""
 from __future__ import annotations
 
-import json
-import sys
 import time
 from pathlib import Path
 
+from clinigym.bench.per_program import finish, measure_each
 from clinigym.bench.settle import bench_settle, format_settle, ms_stats, oracle_steps
 from clinigym.bench.tree import bench_a11y, format_tree
 from clinigym.envs.goal import GoalEnv
 from clinigym.envs.steps import StepsEnv
 from clinigym.runtime.backends import Backend, make_backend
-from clinigym.runtime.backends.local import host_release
 from clinigym.runtime.display import DisplaySession
 from clinigym.spec.apps import load_app
 from clinigym.spec.scenarios import all_scenarios
@@ -181,24 +179,12 @@ def format_bench(result: dict) -> str:
 def run_bench(apps: list[str], repeats: int, out: Path | None, backends: list[str] = ("local",),
               side_by_side: str | None = "dicomscope", watch_all: bool = False) -> int:
     result = {"repeats": repeats, "baseline": bench_baseline(repeats), "apps": [], "errors": []}
-    for kind in backends:
-        for name in apps:
-            app = load_app(name)
-            if kind not in app.backends or (kind == "local" and app.release != host_release()):
-                continue   # not where it runs: a program of another Debian release, only in its container
-            try:
-                result["apps"].append(bench_app(name, repeats, kind, watch_all) | {"app": name})
-            except Exception as exc:  # noqa: BLE001 - one broken program must not lose the others' numbers
-                result["errors"].append({"app": name, "backend": kind, "error": f"{type(exc).__name__}: {exc}"})
+    measure_each(apps, backends, lambda name, kind: bench_app(name, repeats, kind, watch_all) | {"app": name},
+                 result["apps"], result["errors"])
     if side_by_side:
         result["side_by_side"] = [bench_side_by_side(side_by_side, kind, max(2, repeats // 3))
                                   for kind in backends]
     print(format_bench(result))
     print()
     print(format_settle(result["apps"]))
-    for err in result["errors"]:
-        print(f"error: {err['app']} on {err['backend']}: {err['error'][:500]}", file=sys.stderr)
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2))
-    return 1 if result["errors"] else 0
+    return finish(result, out)

@@ -4,7 +4,6 @@ two loopback nodes, side by side in one command and in rounds (ratios are to the
 1 worker), with the memory each environment adds."""
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from clinigym.bench.per_program import save_json
 from clinigym.recording import read_episode
 
 MIX = ["dicomscope/*", "orthanc/*"]   # a Java desktop program and a web UI with its server
@@ -150,7 +150,5 @@ def format_throughput(result: dict) -> str:
 def run_throughput(out: Path | None, rounds: int = 3) -> int:
     result = bench_throughput(rounds=rounds)
     print(format_throughput(result))
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2))
+    save_json(result, out)
     return 0 if all(r["all_correct"] for r in result["runs"]) else 1

@@ -9,13 +9,11 @@ with the bridge on in both; the ratio is then the cost of reading the tree each 
 """
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
+from clinigym.bench.per_program import finish, measure_each
 from clinigym.bench.settle import ms_stats, oracle_steps
 from clinigym.envs.steps import StepsEnv
-from clinigym.runtime.backends.local import host_release
 from clinigym.spec.apps import load_app
 from clinigym.spec.scenarios import all_scenarios
 
@@ -63,27 +61,18 @@ def format_tree(rows: list[tuple[str, str, dict, dict]]) -> str:
     return "\n".join(lines)
 
 
+def _tree_and_off(name: str, kind: str, repeats: int) -> dict | None:
+    a11y = bench_a11y(name, kind, repeats)
+    if a11y is None:
+        return None
+    _, off, _ = _steps(name, kind, repeats, "screenshot")
+    return {"app": name, "backend": kind, "a11y": a11y, "step_off": ms_stats([s["timings"]["total"] for s in off])}
+
+
 def run_tree_bench(apps: list[str], repeats: int, out: Path | None, backends: list[str]) -> int:
     """`clinigym bench --tree`: every program with a tree, on each backend it runs on."""
     result: dict = {"repeats": repeats, "programs": [], "errors": []}
-    for kind in backends:
-        for name in apps:
-            app = load_app(name)
-            if app.accessibility is None or kind not in app.backends or (
-                    kind == "local" and app.release != host_release()):
-                continue   # no tree, or not where it runs (a program of another Debian release)
-            try:
-                a11y = bench_a11y(name, kind, repeats)
-                _, off, _ = _steps(name, kind, repeats, "screenshot")
-            except Exception as exc:  # noqa: BLE001 - one broken program must not lose the others' numbers
-                result["errors"].append({"app": name, "backend": kind, "error": f"{type(exc).__name__}: {exc}"})
-                continue
-            result["programs"].append({"app": name, "backend": kind, "a11y": a11y,
-                                       "step_off": ms_stats([s["timings"]["total"] for s in off])})
+    measure_each(apps, backends, lambda name, kind: _tree_and_off(name, kind, repeats),
+                 result["programs"], result["errors"])
     print(format_tree([(r["app"], r["backend"], r["a11y"], r["step_off"]) for r in result["programs"]]))
-    for err in result["errors"]:
-        print(f"error: {err['app']} on {err['backend']}: {err['error'][:500]}", file=sys.stderr)
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2))
-    return 1 if result["errors"] else 0
+    return finish(result, out)
