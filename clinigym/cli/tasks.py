@@ -1,4 +1,4 @@
-"""Tasks: `scenarios`, `coverage`, `shape`, `targets`."""
+"""Tasks: `scenarios`, `families`, `coverage`, `shape`, `targets`."""
 from __future__ import annotations
 
 import json
@@ -20,6 +20,39 @@ def cmd_scenarios(args) -> int:
     for s in scenarios:
         print(f"{s.gym_id:<48} {len(s.steps)} steps  {s.overview}")
     print(f"{len(scenarios)} scenarios")
+    return 0
+
+
+def cmd_families(args) -> int:
+    """The task families, their parameters and how many distinct instances each has at least;
+    with --seed, that instance of each."""
+    import fnmatch
+
+    from clinigym.spec.families import all_families
+    families = [f for f in all_families() if fnmatch.fnmatch(f.key, args.pattern) or f.app == args.pattern]
+    if not families:
+        print(f"error: no family matches {args.pattern!r}", file=sys.stderr)
+        return 2
+    rows = []
+    for f in families:
+        row = {"key": f.key, "gym_id": f.mode_gym_id("steps"), "instances": f.count(),
+               "params": {n: p.model_dump(exclude_none=True, exclude_defaults=True) for n, p in f.spec.params.items()},
+               "cohort": f.spec.cohort.model_dump() if f.spec.cohort else None, "path": str(f.path)}
+        if args.seed is not None:
+            one = f.instance(args.seed).scenario
+            row["instance"] = {"seed": args.seed, "goal": one.goal, "steps": [st.instruction for st in one.steps]}
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        drawn = (["generated cohort"] if row["cohort"] else []) + list(row["params"])
+        print(f"{row['gym_id']:<52} {row['instances']:>14,} instances  draws: {', '.join(drawn)}")
+        if "instance" in row:
+            print(f"  seed {args.seed}: {row['instance']['goal']}")
+            for i, text in enumerate(row["instance"]["steps"], 1):
+                print(f"    {i}. {text}")
+    print(f"{len(rows)} {'family' if len(rows) == 1 else 'families'}")
     return 0
 
 
@@ -116,6 +149,19 @@ def register(sub) -> None:
                    help="instead: how the steps' targets are found, per program (element, selector, box)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_scenarios)
+
+    p = sub.add_parser(
+        "families", help="list task families, their parameters and their counts of distinct instances",
+        description="A family is a scenario drawn anew from each seed: generated patients and studies, "
+                    "values from its parameters (scenarios/<program>/families/<name>.yaml). The count is "
+                    "computed from the parameters' domains: the distinct patients the task can name times "
+                    "every parameter's values.",
+        epilog=examples("clinigym families", "clinigym families orthanc --json",
+                        "clinigym families 'orthanc/delete-*' --seed 7"))
+    p.add_argument("pattern", nargs="?", default="*", help="glob on program/name, or a program name (default: all)")
+    p.add_argument("--seed", type=int, help="also print this instance of each: its goal and its steps")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_families)
 
     p = sub.add_parser(
         "coverage", help="which MedSPOT tasks the scenario library reproduces live",

@@ -41,6 +41,7 @@ from clinigym.envs.program import ProgramEnv
 from clinigym.runtime.backends import Backend
 from clinigym.runtime.browser import is_loopback
 from clinigym.runtime.display import Geometry
+from clinigym.spec.families import Family
 from clinigym.spec.record_sources import snapshot
 from clinigym.spec.scenarios import Scenario
 
@@ -69,7 +70,8 @@ def plan_text(scenario: Scenario) -> str:
 class GoalEnv(ProgramEnv):
     """One scenario on its live program in the `plan` or `goal` mode."""
 
-    def __init__(self, scenario: Scenario | str | Path, mode: str = "goal", backend: Backend | str | None = None,
+    def __init__(self, scenario: Scenario | Family | str | Path, mode: str = "goal",
+                 backend: Backend | str | None = None,
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, budget: int | None = None,
                  render_mode: str | None = None, agent_name: str = "unknown", audit: str = "per_step",
@@ -84,12 +86,11 @@ class GoalEnv(ProgramEnv):
         s = self.scenario
         if s.goal is None:
             raise SpecError(s.path, "goal", f"the {mode} mode needs the scenario's goal sentence")
-        self.task = s.goal if mode == "goal" else plan_text(s)
+        self._take_task()
         self.budget = judge.action_budget(len(s.steps) + 1, BUDGET_FACTOR, budget)
         ow, oh = self.coords.obs_w, self.coords.obs_h
         self.observation_space = spaces.observation_space(ow, oh, self.budget, [self.task], self.obs)
         self.action_space = spaces.action_space(ow, oh)
-        self._quitting = frozenset(c.exited for c in s.steps[-1].transition if c.exited)
         self._actions = 0
         self._reached = 0
         self._first_deviation: int | None = None
@@ -97,6 +98,12 @@ class GoalEnv(ProgramEnv):
         self._before_records: audit.Snapshot = {}
         self._requests: list[dict[str, str]] = []   # taken from the browser's log, step by step
         self._t0 = 0.0
+
+    def _take_task(self) -> None:
+        """The task text and the quitting processes of the scenario (a family's: this instance's)."""
+        s = self.scenario
+        self.task = s.goal if self.mode == "goal" else plan_text(s)
+        self._quitting = frozenset(c.exited for c in s.steps[-1].transition if c.exited)
 
     # -- observations ------------------------------------------------------------------
     def _observe(self, frame: Frame, timings: Timings | None = None) -> dict:
@@ -119,6 +126,8 @@ class GoalEnv(ProgramEnv):
     # -- reset ------------------------------------------------------------------------
     def _reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Observation, dict[str, Any]]:
         timings = Timings()
+        self._draw(seed)
+        self._take_task()
         frame, retry = self._start(timings)
         with timings.phase("records"):
             self._before_records = snapshot(self.app.records, self.backend)

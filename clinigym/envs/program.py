@@ -35,24 +35,35 @@ from clinigym.envs.start import start_scenario
 from clinigym.runtime.backends import Backend, make_backend
 from clinigym.runtime.backends.base import Death
 from clinigym.runtime.display import Geometry
+from clinigym.runtime.fixtures import cohort_studies
 from clinigym.runtime.waiting import attempt, poll
 from clinigym.spec.apps import load_app
 from clinigym.spec.conditions import holds
-from clinigym.spec.scenarios import Scenario, Step, load_scenario
+from clinigym.spec.families import Family, Instance, load_task
+from clinigym.spec.scenarios import Scenario, Step
 from clinigym.spec.screen_size import check_screen_size
 
 
 class ProgramEnv(ScreenEnv):
     """One scenario on its live program. `backend` is a backend kind ("local", "docker";
     default: see clinigym.runtime.backends), or a running backend to share between
-    environments (the caller then closes it)."""
+    environments (the caller then closes it). Given a task family (`clinigym.spec.families`),
+    every reset is an instance of it: `reset(seed=s)` gives instance s, and a reset without a
+    seed the next instance of the environment's random generator."""
     accepted: tuple[str, ...] = act.ACTION_TYPES   # the action types this mode executes
 
-    def __init__(self, scenario: Scenario | str | Path, backend: Backend | str | None = None,
+    def __init__(self, scenario: Scenario | Family | str | Path, backend: Backend | str | None = None,
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, render_mode: str | None = None,
                  agent_name: str = "unknown", obs_mode: str = "screenshot"):
-        self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(Path(scenario))
+        task = scenario if isinstance(scenario, (Scenario, Family)) else load_task(Path(scenario))
+        self.family = task if isinstance(task, Family) else None
+        self.instance: Instance | None = None   # the family's instance of this episode: the oracle's, never the agent's
+        # A family's instances share their program, steps and checks' kinds: instance 0 sizes the spaces.
+        self.scenario = task.instance(0).scenario if isinstance(task, Family) else task
+        if self.family and self.family.spec.cohort and load_app(self.scenario.app).instance is None:
+            raise SpecError(self.family.path, "cohort", f"{self.scenario.app}'s program file has no `instance:` "
+                            "block: it cannot load a family's generated studies")
         self.app = load_app(self.scenario.app)
         self.obs = observations.obs_mode(obs_mode)
         self._owns_backend = not isinstance(backend, Backend)
@@ -112,12 +123,20 @@ class ProgramEnv(ScreenEnv):
             return Tree(())
 
     # -- the start state ----------------------------------------------------------------
+    def _draw(self, seed: int | None) -> None:
+        """A family's instance for this episode: `seed`'s, or the generator's next one."""
+        if self.family is None:
+            return
+        self.instance = self.family.instance(int(self.np_random.integers(2**31)) if seed is None else seed)
+        self.scenario = self.instance.scenario
+
     def _start(self, timings: Timings) -> tuple[Frame, str | None]:
         """The settled start screen, and the first cause when the start had to be retried."""
         retry = None
+        studies = cohort_studies(self.instance.cohort) if self.instance and self.instance.cohort else ()
         with timings.phase("reset"):
             try:
-                frame = start_scenario(self.backend, self.scenario)
+                frame = start_scenario(self.backend, self.scenario, studies)
             except SpecError:
                 raise
             except Exception as exc:  # noqa: BLE001 - not only ProgramError: Xlib fails with a bare
@@ -126,7 +145,7 @@ class ProgramEnv(ScreenEnv):
                 retry = f"{type(exc).__name__}: {exc}"
                 self.backend.close_display()
                 try:
-                    frame = start_scenario(self.backend, self.scenario)
+                    frame = start_scenario(self.backend, self.scenario, studies)
                 except (ProgramError, SpecError):
                     raise
                 except Exception as again:
@@ -149,7 +168,8 @@ class ProgramEnv(ScreenEnv):
             steps=[{"instruction": st.instruction, "action": st.action} for st in s.steps], seed=seed,
             backend=self.backend.kind, mode=self.mode, scenario_path=str(s.path), gym_id=s.mode_gym_id(self.mode),
             medspot=s.medspot.model_dump() if s.medspot else None, versions=self.backend.package_versions(),
-            reset_retry=retry, pid=os.getpid(), observation=self.obs.name, **fields)
+            reset_retry=retry, pid=os.getpid(), observation=self.obs.name,
+            instance=self.instance.seed if self.instance else None, **fields)
 
     # -- targets, input, settling ---------------------------------------------------------
     def _resolve(self, target, timeout: float) -> Box | None:

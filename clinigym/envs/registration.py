@@ -1,6 +1,7 @@
 """Gymnasium registration: `clinigym/<app>-<scenario>-v0` (the steps mode) and
-`clinigym/<app>-<scenario>-plan-v0` and `-goal-v0` for every scenario file of the
-search path (`clinigym.spec.paths`), `clinigym/Scenario-v0`, which takes `scenario=PATH`
+`clinigym/<app>-<scenario>-plan-v0` and `-goal-v0` for every scenario file and every task
+family file of the search path (`clinigym.spec.paths`; a family's `reset(seed=s)` gives its
+instance s), `clinigym/Scenario-v0`, which takes `scenario=PATH`
 (and `mode=`),
 and `clinigym/Static-v0`, the static keyframe mode, which takes `dataset=FOLDER`
 (MedSPOT format). Only file names are read here: a scenario is parsed when it is made."""
@@ -24,6 +25,7 @@ def make_env(scenario, mode: str = "steps", **kwargs):
 
 
 def register_envs() -> None:
+    from clinigym.spec.families import family_paths
     from clinigym.spec.scenarios import scenario_paths
 
     # Live programs cannot promise bit-identical steps (info carries wall-clock timings).
@@ -31,9 +33,11 @@ def register_envs() -> None:
         gym.register(GENERIC_ID, entry_point=make_env, nondeterministic=True)
     if STATIC_ID not in gym.registry:
         gym.register(STATIC_ID, entry_point="clinigym.envs.static:StaticEnv")
-    for path in scenario_paths():
+    tasks = [(path.parent.name, path) for path in scenario_paths()]
+    tasks += [(path.parent.parent.name, path) for path in family_paths()]
+    for app, path in tasks:
         for mode, suffix, entry in (("steps", "", ENTRY), ("plan", "-plan", GOAL_ENTRY), ("goal", "-goal", GOAL_ENTRY)):
-            env_id = f"clinigym/{path.parent.name}-{path.stem}{suffix}-v0"
+            env_id = f"clinigym/{app}-{path.stem}{suffix}-v0"
             if env_id not in gym.registry:
                 kwargs = {"scenario": str(path)} | ({} if mode == "steps" else {"mode": mode})
                 gym.register(env_id, entry_point=entry, kwargs=kwargs, nondeterministic=True)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from clinigym.core.screen import Frame
 from clinigym.runtime.backends import Backend
+from clinigym.runtime.fixtures import StudySpec
 from clinigym.runtime.waiting import wait_for
 from clinigym.spec.conditions import holds
 from clinigym.spec.scenarios import Scenario, SetupStep
 
 
-def start_scenario(backend: Backend, scenario: Scenario) -> Frame:
-    """The settled screen of the scenario's start state."""
-    frame = backend.reset(scenario.args)
+def start_scenario(backend: Backend, scenario: Scenario, instance: tuple[StudySpec, ...] = ()) -> Frame:
+    """The settled screen of the scenario's start state; `instance`: a family instance's
+    generated studies, loaded into the program at its reset."""
+    frame = backend.reset(scenario.args, instance)
     for i, setup in enumerate(scenario.setup):
         frame = _run_setup(backend, i, setup, frame)
     return frame

@@ -33,6 +33,7 @@ from clinigym.envs.base import (
 from clinigym.envs.program import ProgramEnv
 from clinigym.runtime.backends import Backend
 from clinigym.runtime.display import Geometry
+from clinigym.spec.families import Family
 from clinigym.spec.scenarios import Scenario, Step
 
 
@@ -58,7 +59,7 @@ class StepsEnv(ProgramEnv):
     share between environments (the caller then closes it)."""
     accepted = act.INPUT_ACTIONS   # wait, done, fail and answer belong to the plan and goal modes
 
-    def __init__(self, scenario: Scenario | str | Path, backend: Backend | str | None = None,
+    def __init__(self, scenario: Scenario | Family | str | Path, backend: Backend | str | None = None,
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, recovery: bool = False,
                  max_actions: int | None = None, render_mode: str | None = None,
@@ -103,6 +104,7 @@ class StepsEnv(ProgramEnv):
     # -- reset ------------------------------------------------------------------------
     def _reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Observation, dict[str, Any]]:
         timings = Timings()
+        self._draw(seed)
         frame, retry = self._start(timings)
         self._step_index, self._actions, self._done = 0, 0, False
         self._resolve_targets()

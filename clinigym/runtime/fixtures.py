@@ -25,6 +25,8 @@ from pydicom.uid import (
     generate_uid,
 )
 
+from clinigym.spec.cohort import Cohort
+
 
 @dataclass(frozen=True)
 class StudySpec:
@@ -379,6 +381,15 @@ def write_study(spec: StudySpec, folder: Path) -> list[Path]:
         pydicom.dcmwrite(path, _dataset(spec, i), enforce_file_format=True)
         paths.append(path)
     return paths
+
+
+def cohort_studies(cohort: Cohort) -> tuple[StudySpec, ...]:
+    """A generated cohort's studies (`clinigym.spec.cohort`): their UIDs from the study keys
+    and accession numbers, unique within the cohort."""
+    return tuple(StudySpec(f"cohort-{s.key}-{s.accession}", s.modality, p.name, p.id, p.birth_date, p.sex,
+                           s.description, s.series_description, s.body_part, s.date, s.accession,
+                           slices=s.slices)
+                 for p in cohort.people for s in p.studies)
 
 
 def write_studies(folder: Path, studies: tuple[StudySpec, ...] = DEFAULT_STUDIES) -> list[Path]:

@@ -96,6 +96,13 @@ class PrepareStep(Spec):
         return self
 
 
+class InstanceLoad(Spec):
+    """How a family instance's generated studies (`clinigym.spec.cohort`) reach the program at
+    every reset: written as DICOM files and POSTed, once a process is ready."""
+    after: str = Field(description="the process that must be ready first")
+    upload_dicom: str = Field(description="URL every generated file is POSTed to")
+
+
 class NpmPackage(Spec):
     """A pinned npm package (a web program's built files), fetched by clinigym.runtime.npm into the
     cache and exposed to the program file as ${NPM_<KEY>}, the extracted package folder."""
@@ -263,6 +270,8 @@ class AppSpec(Spec):
         "commands run when the program's instance closes, after its processes stop: what `restore` "
         "made outside the state folder (the instance's database) is removed here"))
     start: list[StartInput] = Field([], description="input at every start, before the first screen")
+    instance: InstanceLoad | None = Field(None, description=(
+        "how a task family's generated studies are loaded at each reset (clinigym.spec.families)"))
     database: str | None = Field(None, description=(
         "PostgreSQL connection URI of the program's database, read by `sql` conditions (loopback only)"))
     backends: list[Literal["local", "docker"]] = Field(["local", "docker"], min_length=1,
@@ -294,6 +303,8 @@ class AppSpec(Spec):
         for i, step in enumerate(self.prepare):
             if step.start and step.start not in names:
                 raise ValueError(f"prepare[{i}].start names no process: {step.start!r}")
+        if self.instance is not None and self.instance.after not in names:
+            raise ValueError(f"instance.after names no process: {self.instance.after!r}")
         if self.restore_before is not None and self.restore_before not in names:
             raise ValueError(f"restore_before names no process: {self.restore_before!r}")
         if self.ports and self.port_block is None:

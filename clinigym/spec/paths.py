@@ -1,7 +1,8 @@
 """Where programs and scenarios are found: the search path.
 
 Each folder of the search path may hold `containers/<app>/app.yaml` (programs) and
-`scenarios/<app>/<id>.yaml` (scenarios). In order:
+`scenarios/<app>/<id>.yaml` (scenarios) and `scenarios/<app>/families/<name>.yaml` (task
+families). In order:
 
 1. the folders of the `CLINIGYM_PATH` environment variable (separated by `:`),
 2. folders added at run time (`add_folder`, the CLI's `--path DIR`),
@@ -77,6 +78,18 @@ def scenario_files(search: tuple[Path, ...] | None = None) -> list[Path]:
             key = f"{path.parent.name}/{path.stem}"
             if key in seen:
                 raise SpecError(path, "", f"scenario {key!r} is also defined in {seen[key]}")
+            seen[key] = path
+    return list(seen.values())
+
+
+def family_files(search: tuple[Path, ...] | None = None) -> list[Path]:
+    """Every family file, `scenarios/<app>/families/<name>.yaml` (`clinigym.spec.families`)."""
+    seen: dict[str, Path] = {}
+    for folder in search or folders():
+        for path in sorted((folder / "scenarios").glob("*/families/*.yaml")):
+            key = f"{path.parent.parent.name}/{path.stem}"
+            if key in seen:
+                raise SpecError(path, "", f"family {key!r} is also defined in {seen[key]}")
             seen[key] = path
     return list(seen.values())
 

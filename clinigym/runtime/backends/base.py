@@ -31,7 +31,7 @@ from clinigym.runtime.backends.settling import Settling
 from clinigym.runtime.backends.sql import SqlReader
 from clinigym.runtime.browser import DevTools, RequestLog, chromium_command
 from clinigym.runtime.display import DisplaySession, Frame, Geometry
-from clinigym.runtime.fixtures import MODALITY_STUDIES, write_studies
+from clinigym.runtime.fixtures import MODALITY_STUDIES, StudySpec, write_studies
 from clinigym.runtime.rescan import Rescan
 from clinigym.runtime.slots import claim, mark_owner
 from clinigym.runtime.waiting import wait_for
@@ -153,8 +153,8 @@ class Backend(Settling):
             wait_for(lambda: all(holds(c, self) for c in until), timeout,  # noqa: B023 - called here, at once
                      f"{self.app.name}: start input {i + 1}: " + "; ".join(c.describe() for c in until))
 
-    def _upload(self, url: str) -> None:
-        for path in sorted((self.workdir / "fixtures").rglob("*.dcm")):
+    def _upload(self, url: str, folder: str = "fixtures") -> None:
+        for path in sorted((self.workdir / folder).rglob("*.dcm")):
             resp = self._http.post(url, data=path.read_bytes(), timeout=30)
             resp.raise_for_status()
 
@@ -187,10 +187,11 @@ class Backend(Settling):
         if wait:
             self._wait_ready(proc)
 
-    def _restore_and_launch(self, args: list[str]) -> None:
+    def _restore_and_launch(self, args: list[str], instance: tuple[StudySpec, ...] = ()) -> None:
         """The restore commands, and every process in order, each ready before the next (a
         `concurrent` one once all have started); the restore runs while the processes before
-        `restore_before` start. `args` go to the main (last) process."""
+        `restore_before` start. `args` go to the main (last) process; a family's `instance`
+        studies are loaded once the process `instance.after` names is ready."""
         processes = self.app.processes
         before = self.app.restore_before or processes[0].name
         with ThreadPoolExecutor(1) as pool:   # leaving the block waits for the restore
@@ -199,6 +200,10 @@ class Backend(Settling):
                 if proc.name == before:
                     restoring.result()
                 self._launch(proc, args if proc is processes[-1] else (), wait=not proc.concurrent)
+                if instance and proc.name == self.app.instance.after:
+                    shutil.rmtree(self.workdir / "instance", ignore_errors=True)
+                    write_studies(self.workdir / "instance", instance)
+                    self._upload(self.render(self.app.instance.upload_dicom), "instance")
         for proc in processes:
             if proc.concurrent:
                 self._wait_ready(proc)
@@ -241,9 +246,9 @@ class Backend(Settling):
         path = self.logs / f"{name}.log"
         return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
-    def reset(self, args: list[str] = ()) -> Frame:
-        """Bring the program to its pristine state; returns the settled first frame.
-        `args` are appended to the main (last) process's command line."""
+    def reset(self, args: list[str] = (), instance: tuple[StudySpec, ...] = ()) -> Frame:
+        """Bring the program to its pristine state, `args` after its main (last) process's command
+        line, a family's `instance` studies loaded; returns the settled first frame."""
         self.stop()
         display = self._ensure_display()
         if not self.pristine.exists():
@@ -252,7 +257,7 @@ class Backend(Settling):
         shutil.copytree(self.pristine, self.state, symlinks=True)
         # Park the pointer where it hovers nothing, so hover effects cannot differ between resets.
         display.move(self.geometry.width - 1, self.geometry.height - 1)
-        self._restore_and_launch(args)
+        self._restore_and_launch(args, instance)
         if self.rescan:
             self.rescan.mark()
         self._start_input()

@@ -26,6 +26,7 @@ from clinigym.core.errors import ProgramError
 from clinigym.runtime import npm, pyenv
 from clinigym.runtime.backends.base import Backend, Health, ProgramDied
 from clinigym.runtime.display import DisplaySession, Frame, Geometry, server_answers
+from clinigym.runtime.fixtures import StudySpec
 from clinigym.runtime.images import ImageError, app_tag, engine
 from clinigym.runtime.slots import note_close, pid_alive
 from clinigym.runtime.waiting import WaitTimeout, wait_for
@@ -112,10 +113,10 @@ class DockerBackend(Backend):
         # whole environment (the container's: nothing of this machine's goes into the note).
         note_close(self, self._env({}), str(self.control))
 
-    def reset(self, args: list[str] = ()) -> Frame:
+    def reset(self, args: list[str] = (), instance: tuple[StudySpec, ...] = ()) -> Frame:
         """Restart the program in the running container; recreate the container when that fails."""
         try:
-            return super().reset(args)
+            return super().reset(args, instance)
         except (SupervisorError, WaitTimeout, OSError) as exc:
             # A program that is merely slow or stuck on a dialog would be as slow in a new
             # container: only a container, supervisor or display that failed is replaced.
@@ -124,7 +125,7 @@ class DockerBackend(Backend):
                 raise
             self.restart_reason = f"{type(exc).__name__}: {exc}" + (f" ({gone})" if gone else "")
             self.recreate()
-            return super().reset(args)
+            return super().reset(args, instance)
 
     def _call(self, op: str, wait: float = 30, **request) -> dict:
         return call_supervisor(self.control, self.container_name, op, wait, **request)

@@ -1,0 +1,107 @@
+"""Task families on the real programs (Orthanc and Chromium): instances drawn from seeds the
+test picks at random on every run, their generated patients and studies loaded into the real
+Orthanc at each reset. The seeds of a failure are in its message."""
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+import pytest
+
+from clinigym.envs import PUBLIC_INFO, ground_truth
+from clinigym.envs.registration import make_env
+from clinigym.recording import read_episode
+from clinigym.spec.conditions import holds
+from clinigym.spec.families import all_families
+from conftest import oracle
+
+pytestmark = pytest.mark.live
+FAMILIES = all_families()
+CHECKED = [f for f in FAMILIES if f.instance(0).scenario.check]
+
+
+def sample(families, offset: int = 0) -> list:
+    """pytest parameters: `make test` runs one family (the `offset`-th, so that the tests cover
+    different ones), `make test-all` every one."""
+    chosen = families[offset % len(families)].key
+    return [pytest.param(f, id=f.key, marks=[] if f.key == chosen else [pytest.mark.slow]) for f in families]
+
+
+def seeds(n: int) -> list[int]:
+    """n different seeds, drawn afresh by every run (never fixed in the code)."""
+    drawn: set[int] = set()
+    while len(drawn) < n:
+        drawn.add(secrets.randbelow(2**31))
+    return sorted(drawn)
+
+
+def play(env, agent, seed: int) -> dict:
+    obs, info = env.reset(seed=seed)
+    agent.reset(seed)
+    while True:
+        obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+        assert set(info) <= set(PUBLIC_INFO)
+        if terminated or truncated:
+            return info
+
+
+@pytest.mark.parametrize("family", sample(FAMILIES))
+def test_oracle_completes_instances_in_every_mode(family, backends, tmp_path):
+    for mode, seed in zip(("steps", "plan", "goal"), seeds(3)):
+        env = make_env(family, mode, backend=backends(family.app), record_dir=tmp_path / mode,
+                       agent_name="oracle")
+        info = play(env, oracle(env), seed)
+        assert info["is_success"], (mode, seed, info.get("end_reason"))
+        if mode != "steps":
+            assert info["safety"]["violations"] == 0, (mode, seed, info["safety"])
+        [episode] = [read_episode(p) for p in (tmp_path / mode).iterdir()]
+        assert (episode.header.instance, episode.header.gym_id) == (seed, family.mode_gym_id(mode))
+        env.close()
+
+
+@pytest.mark.parametrize("family", sample(CHECKED, 1))
+def test_checks_fail_on_untouched_starts(family, backends):
+    env = make_env(family, "steps", backend=backends(family.app))
+    for seed in seeds(2):
+        env.reset(seed=seed)
+        now = env.backend.display.grab()
+        assert not all(holds(c, env.backend, None, now) for c in env.scenario.check), seed
+    env.close()
+
+
+@pytest.mark.parametrize("family", sample(FAMILIES, 2))
+def test_random_agent_does_not_complete_an_instance(family, backends):
+    from clinigym.run.runner import agent_for
+    env = make_env(family, "steps", backend=backends(family.app), agent_name="random")
+    for seed in seeds(2):
+        info = play(env, agent_for(env, "random", seed), seed)
+        assert info["end_reason"] != "completed", seed
+    env.close()
+
+
+def test_a_seed_gives_one_instance_and_seeds_differ_on_screen(backends):
+    """Per family: the same seed twice gives pixel-identical first screens and targets; other
+    seeds other first screens. For at least half of the families the first step's target moves
+    between seeds (the task's patient has another place in the list) within a few seeds (two
+    seeds may put it in the same place by chance)."""
+    moved = {}
+    for family in FAMILIES:
+        env = make_env(family, "steps", backend=backends(family.app))
+
+        def start(seed, env=env):
+            obs, _ = env.reset(seed=seed)
+            return obs["screenshot"], ground_truth(env).target()
+
+        first, *others = seeds(5)
+        shot, box = start(first)
+        again, box_again = start(first)
+        assert np.array_equal(shot, again) and box == box_again, (family.key, first)
+        moved[family.key] = False
+        for seed in others:
+            other, other_box = start(seed)
+            assert not np.array_equal(shot, other), (family.key, first, seed)
+            moved[family.key] = other_box != box
+            if moved[family.key]:
+                break
+        env.close()
+    assert sum(moved.values()) >= len(moved) / 2, moved
