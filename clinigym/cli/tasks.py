@@ -1,4 +1,4 @@
-"""Tasks: `scenarios`, `families`, `coverage`, `shape`, `targets`."""
+"""Tasks: `scenarios`, `tasks` (the task families), `coverage`, `shape`, `targets`."""
 from __future__ import annotations
 
 import json
@@ -23,15 +23,15 @@ def cmd_scenarios(args) -> int:
     return 0
 
 
-def cmd_families(args) -> int:
+def cmd_tasks(args) -> int:
     """The task families, their parameters and how many distinct instances each has at least;
     with --seed, that instance of each."""
     import fnmatch
 
-    from clinigym.spec.families import all_families
+    from clinigym.spec.task_families import all_families
     families = [f for f in all_families() if fnmatch.fnmatch(f.key, args.pattern) or f.app == args.pattern]
     if not families:
-        print(f"error: no family matches {args.pattern!r}", file=sys.stderr)
+        print(f"error: no task family matches {args.pattern!r}", file=sys.stderr)
         return 2
     rows = []
     for f in families:
@@ -151,17 +151,17 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_scenarios)
 
     p = sub.add_parser(
-        "families", help="list task families, their parameters and their counts of distinct instances",
+        "tasks", help="list the task families, their parameters and their counts of distinct instances",
         description="A family is a scenario drawn anew from each seed: generated patients and studies, "
                     "values from its parameters (scenarios/<program>/families/<name>.yaml). The count is "
                     "computed from the parameters' domains: the distinct patients the task can name times "
                     "every parameter's values.",
-        epilog=examples("clinigym families", "clinigym families orthanc --json",
-                        "clinigym families 'orthanc/delete-*' --seed 7"))
+        epilog=examples("clinigym tasks", "clinigym tasks orthanc --json",
+                        "clinigym tasks 'orthanc/delete-*' --seed 7"))
     p.add_argument("pattern", nargs="?", default="*", help="glob on program/name, or a program name (default: all)")
     p.add_argument("--seed", type=int, help="also print this instance of each: its goal and its steps")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_families)
+    p.set_defaults(func=cmd_tasks)
 
     p = sub.add_parser(
         "coverage", help="which MedSPOT tasks the scenario library reproduces live",

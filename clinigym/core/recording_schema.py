@@ -179,7 +179,7 @@ class EpisodeHeader(_Record):
     reset_retry: str | None = None              # the first cause, when the reset had to retry
     pid: int | None = None                      # the process that ran it: the run's, a worker's, an actor's
     task: str | None = None                     # plan/goal: the instruction the agent was given
-    instance: int | None = None                 # a task family's instance (its seed; clinigym.spec.families)
+    instance: int | None = None                 # a task family's instance (its seed; clinigym.spec.task_families)
     outcome: EpisodeOutcome | None = None
     format: int = FORMAT
     extra: dict[str, Any] = field(default_factory=dict)

@@ -41,9 +41,9 @@ from clinigym.envs.program import ProgramEnv
 from clinigym.runtime.backends import Backend
 from clinigym.runtime.browser import is_loopback
 from clinigym.runtime.display import Geometry
-from clinigym.spec.families import Family
 from clinigym.spec.record_sources import snapshot
 from clinigym.spec.scenarios import Scenario
+from clinigym.spec.task_families import Family
 
 # The default action budget: this many times the reference path's length (its steps plus
 # the ending action).

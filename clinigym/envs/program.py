@@ -39,15 +39,15 @@ from clinigym.runtime.fixtures import cohort_studies
 from clinigym.runtime.waiting import attempt, poll
 from clinigym.spec.apps import load_app
 from clinigym.spec.conditions import holds
-from clinigym.spec.families import Family, Instance, load_task
 from clinigym.spec.scenarios import Scenario, Step
 from clinigym.spec.screen_size import check_screen_size
+from clinigym.spec.task_families import Family, Instance, load_task
 
 
 class ProgramEnv(ScreenEnv):
     """One scenario on its live program. `backend` is a backend kind ("local", "docker";
     default: see clinigym.runtime.backends), or a running backend to share between
-    environments (the caller then closes it). Given a task family (`clinigym.spec.families`),
+    environments (the caller then closes it). Given a task family (`clinigym.spec.task_families`),
     every reset is an instance of it: `reset(seed=s)` gives instance s, and a reset without a
     seed the next instance of the environment's random generator."""
     accepted: tuple[str, ...] = act.ACTION_TYPES   # the action types this mode executes

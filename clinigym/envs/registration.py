@@ -25,8 +25,8 @@ def make_env(scenario, mode: str = "steps", **kwargs):
 
 
 def register_envs() -> None:
-    from clinigym.spec.families import family_paths
     from clinigym.spec.scenarios import scenario_paths
+    from clinigym.spec.task_families import family_paths
 
     # Live programs cannot promise bit-identical steps (info carries wall-clock timings).
     if GENERIC_ID not in gym.registry:

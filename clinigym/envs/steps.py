@@ -33,8 +33,8 @@ from clinigym.envs.base import (
 from clinigym.envs.program import ProgramEnv
 from clinigym.runtime.backends import Backend
 from clinigym.runtime.display import Geometry
-from clinigym.spec.families import Family
 from clinigym.spec.scenarios import Scenario, Step
+from clinigym.spec.task_families import Family
 
 
 @dataclass

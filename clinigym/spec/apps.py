@@ -271,7 +271,7 @@ class AppSpec(Spec):
         "made outside the state folder (the instance's database) is removed here"))
     start: list[StartInput] = Field([], description="input at every start, before the first screen")
     instance: InstanceLoad | None = Field(None, description=(
-        "how a task family's generated studies are loaded at each reset (clinigym.spec.families)"))
+        "how a task family's generated studies are loaded at each reset (clinigym.spec.task_families)"))
     database: str | None = Field(None, description=(
         "PostgreSQL connection URI of the program's database, read by `sql` conditions (loopback only)"))
     backends: list[Literal["local", "docker"]] = Field(["local", "docker"], min_length=1,

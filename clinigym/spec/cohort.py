@@ -1,6 +1,6 @@
 """Generated patients and studies, the same from the same seed on every machine.
 
-A family's instance (`clinigym.spec.families`) draws a cohort: the task's patient, their
+A family's instance (`clinigym.spec.task_families`) draws a cohort: the task's patient, their
 look-alikes (the same family name with another first name or birth date, or a name one
 letter apart, so that the patient-identity audit has something to catch) and other
 patients, each with studies. Every name is made up from the pools below; no real patient's

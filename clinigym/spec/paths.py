@@ -83,7 +83,7 @@ def scenario_files(search: tuple[Path, ...] | None = None) -> list[Path]:
 
 
 def family_files(search: tuple[Path, ...] | None = None) -> list[Path]:
-    """Every family file, `scenarios/<app>/families/<name>.yaml` (`clinigym.spec.families`)."""
+    """Every family file, `scenarios/<app>/families/<name>.yaml` (`clinigym.spec.task_families`)."""
     seen: dict[str, Path] = {}
     for folder in search or folders():
         for path in sorted((folder / "scenarios").glob("*/families/*.yaml")):

@@ -12,7 +12,7 @@ from clinigym.envs import PUBLIC_INFO, ground_truth
 from clinigym.envs.registration import make_env
 from clinigym.recording import read_episode
 from clinigym.spec.conditions import holds
-from clinigym.spec.families import all_families
+from clinigym.spec.task_families import all_families
 from conftest import oracle
 
 pytestmark = pytest.mark.live
