@@ -57,6 +57,7 @@ import yaml
 from PIL import Image
 from tqdm import tqdm
 
+from clinigym.core.geometry import Box
 from clinigym.core.recording_schema import StepRecord
 from clinigym.eval.similarity import DEFAULT_THRESHOLD, Similarity, load_rgb, pixel_bounds, similarity, wall_clock_mask
 from clinigym.eval.templates import TemplateMatch, locate
@@ -77,6 +78,12 @@ def grow(mask: np.ndarray) -> np.ndarray:
     padded = np.pad(mask, 1)
     h, w = mask.shape
     return np.logical_or.reduce([padded[dy:dy + h, dx:dx + w] for dy in range(3) for dx in range(3)])
+
+
+def pixel_box(bbox: tuple[float, float, float, float], width: int, height: int) -> Box:
+    """An exported box (percent) in whole pixels: back from percent, 385 px is 384.99999..., and
+    its centre would round 1 px away from the recording's point (enough to move a tooltip)."""
+    return Box(*(round(c) for c in Box.from_percent(*bbox, width, height).as_list()))
 
 
 def _comparable(keyframe: Path, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -178,7 +185,7 @@ def _check_step(env: StepsEnv, obs: dict, dataset: Path, step: MedspotStep, live
     live = obs["screenshot"]
     h, w = live.shape[:2]
     gt = step.actions[0]
-    box = gt.box(w, h)
+    box = pixel_box(gt.bbox, w, h)
     check = StepCheck(step.step_id, step.image_path, box.as_list())
     target = truth.target()
     if target is not None:

@@ -86,6 +86,17 @@ class Study:
     def date_iso(self) -> str:
         return f"{self.date[:4]}-{self.date[4:6]}-{self.date[6:]}"
 
+    @property
+    def date_dmy(self) -> str:
+        """25-Feb-2019: as OHIF shows it."""
+        return f"{_parse_day(self.date):%d-%b-%Y}"
+
+    @property
+    def date_spelled(self) -> str:
+        """February 25, 2019."""
+        day = _parse_day(self.date)
+        return f"{day:%B} {day.day}, {day.year}"
+
 
 @dataclass(frozen=True)
 class Person:

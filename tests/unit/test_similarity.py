@@ -9,7 +9,7 @@ import pytest
 
 from clinigym.core.geometry import Coordinates
 from clinigym.eval.similarity import Similarity, similarity, wall_clock_mask
-from clinigym.eval.validate import grow, load_scenario_map, locate, validate_dataset
+from clinigym.eval.validate import grow, load_scenario_map, locate, pixel_box, validate_dataset
 from clinigym.spec.medspot import GroundTruth, MedspotStep, MedspotTask, write_dataset
 
 ORTHANC = "orthanc/open-patient-study"
@@ -71,3 +71,14 @@ def test_scenario_map_files_and_unknown_tasks(tmp_path):
         validate_dataset(tmp_path / "ds", {"orthanc/7": ORTHANC})
     report = validate_dataset(tmp_path / "ds", None)   # no scenario named: nothing runs
     assert report.skipped == ["orthanc/0"] and report.tasks == []
+
+
+def test_an_exported_box_comes_back_in_whole_pixels():
+    """The export writes percentages; at the keyframe's size the box is the recorded one again
+    and its centre the recorded point (float error once put it 1 px off: 395 for 396)."""
+    from clinigym.core.geometry import Box
+    recorded = Box(325, 385, 1916, 406)
+    bbox = (325 / 1920 * 100, 385 / 1080 * 100, (1916 - 325) / 1920 * 100, (406 - 385) / 1080 * 100)
+    assert Box.from_percent(*bbox, 1920, 1080).center == (1120, 395)   # the float error
+    assert pixel_box(bbox, 1920, 1080) == recorded
+    assert pixel_box(bbox, 1920, 1080).center == recorded.center == (1120, 396)
