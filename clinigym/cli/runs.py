@@ -111,7 +111,7 @@ def _declared(agent: str) -> set[str]:
 
 
 AGENT_FLAGS = tuple(dict.fromkeys(o.flag for e in AGENTS.values() for o in e.options))
-LIVE_FLAGS = ("--scenario", "--per-program", "--episodes", "--mode", "--budget", "--audit", "--recovery",
+LIVE_FLAGS = ("--scenario", "--family", "--per-program", "--episodes", "--mode", "--budget", "--audit", "--recovery",
               "--backend", "--obs", "--screen")
 STATIC_FLAGS = ("--software", "--single-step", "--delta")
 RUN_DEFAULTS = {"scenario": ["*"], "episodes": 1, "seed": 0, "mode": "steps", "delta": 0.0, "audit": "per_step",
@@ -143,7 +143,9 @@ def cmd_run(args) -> int:
     from clinigym.eval.scoring import format_table
     from clinigym.run.runner import RunStopped, like, resume, run, run_static
     from clinigym.spec.scenarios import first_per_program, select
+    from clinigym.spec.task_families import select_families
     warn_ignored(args, RUN_IGNORED)
+    families_only = bool(args.family) and args.scenario is None
     args = filled(args, RUN_DEFAULTS)
     if bool(args.out) == bool(args.resume) or (args.like and not args.out):
         print("error: give --out (a new run) or --resume DIR (a run to continue); --like RUN_DIR goes with --out",
@@ -175,9 +177,11 @@ def cmd_run(args) -> int:
             result = run_static(Path(args.dataset), args.agent, out, args.software, args.seed, args.single_step,
                                 args.delta, progress=not args.no_progress, agent_options=options)
         else:
-            scenarios = list({s.key: s for pattern in args.scenario for s in select(pattern)}.values())
+            scenarios = [] if families_only else list(
+                {s.key: s for pattern in args.scenario for s in select(pattern)}.values())
             if args.per_program:
                 scenarios = first_per_program(scenarios, args.per_program)
+            scenarios += list({f.key: f for pattern in args.family or () for f in select_families(pattern)}.values())
             result = run(scenarios, args.agent, out, args.episodes, args.seed, args.recovery,
                          progress=not args.no_progress, agent_options=options, backend=args.backend,
                          mode=args.mode, budget=args.budget, audit=args.audit, workers=args.workers, ray=args.ray,
@@ -313,6 +317,9 @@ def register(sub) -> None:
     p.add_argument("--scenario", nargs="+",
                    help="globs on program/id, program names or scenario files (each scenario once, in this "
                         "order; default: all)")
+    p.add_argument("--family", nargs="+", metavar="PATTERN",
+                   help="task families too (globs on program/name or program names; alone, instead of the "
+                        "scenarios): each episode is the instance of its seed (see `clinigym tasks`)")
     p.add_argument("--per-program", type=at_least_one, metavar="N",
                    help="only the first N matching scenarios of every program (by id)")
     p.add_argument("--dataset", help="static mode: a MedSPOT-format dataset instead of live scenarios")

@@ -26,13 +26,8 @@ def cmd_scenarios(args) -> int:
 def cmd_tasks(args) -> int:
     """The task families, their parameters and how many distinct instances each has at least;
     with --seed, that instance of each."""
-    import fnmatch
-
-    from clinigym.spec.task_families import all_families
-    families = [f for f in all_families() if fnmatch.fnmatch(f.key, args.pattern) or f.app == args.pattern]
-    if not families:
-        print(f"error: no task family matches {args.pattern!r}", file=sys.stderr)
-        return 2
+    from clinigym.spec.task_families import select_families
+    families = select_families(args.pattern)
     rows = []
     for f in families:
         row = {"key": f.key, "gym_id": f.mode_gym_id("steps"), "instances": f.count(),

@@ -40,8 +40,9 @@ from clinigym.run.stopping import STOP_SIGNALS, RunStopped, stop_on
 from clinigym.runtime.display import Geometry
 from clinigym.runtime.slots import mark_owner
 from clinigym.spec import paths
-from clinigym.spec.scenarios import Scenario, load_scenario
+from clinigym.spec.scenarios import Scenario
 from clinigym.spec.screen_size import check_screen_size
+from clinigym.spec.task_families import Family, load_task
 
 __all__ = ["RunResult", "RunStopped", "agent_for", "like", "preflight", "resume", "run", "run_episode",
            "run_static"]
@@ -54,7 +55,7 @@ class RunResult:
     stopped: str | None = None     # why the run ended before its last episode (its model server died)
 
 
-def run(scenarios: list[Scenario], agent_name: str, out: Path, episodes: int = 1,
+def run(scenarios: list[Scenario | Family], agent_name: str, out: Path, episodes: int = 1,
         seed: int = 0, recovery: bool = False, progress: bool = True,
         agent_options: dict | None = None, backend: str | None = None, mode: str = "steps",
         budget: int | None = None, workers: int = 1, ray: str | None = None,
@@ -89,15 +90,15 @@ def like(run_dir: Path, out: Path, workers: int = 1, progress: bool = True, ray:
     spec = read_spec(Path(run_dir))
     for folder in spec.search_path:
         paths.add_folder(folder)
-    return _start(spec, [load_scenario(Path(p)) for p in spec.scenarios], Path(out), workers, progress, ray,
+    return _start(spec, [load_task(Path(p)) for p in spec.scenarios], Path(out), workers, progress, ray,
                   retries)
 
 
-def _start(spec: RunSpec, scenarios: list[Scenario], out: Path, workers: int, progress: bool,
+def _start(spec: RunSpec, scenarios: list[Scenario | Family], out: Path, workers: int, progress: bool,
            ray: str | None, retries: int) -> RunResult:
     source = check_agent(spec.agent, spec.agent_options, spec.observation).source
     for s in scenarios:   # a scenario that cannot be judged at this size is refused before anything runs
-        check_screen_size(s, *spec.screen)
+        check_screen_size(s.scenario if isinstance(s, Family) else s, *spec.screen)
     served = preflight(spec.agent, spec.agent_options)
     planned = _plan(spec, scenarios)
     (out / "episodes").mkdir(parents=True, exist_ok=True)
@@ -116,7 +117,7 @@ def resume(out: Path, workers: int = 1, progress: bool = True, ray: str | None =
     for folder in spec.search_path:
         paths.add_folder(folder)
     served = preflight(spec.agent, spec.agent_options)
-    scenarios = [load_scenario(Path(p)) for p in spec.scenarios]
+    scenarios = [load_task(Path(p)) for p in spec.scenarios]
     planned = _plan(spec, scenarios)
     return _execute(spec, out, planned, workers, progress, resuming=True, ray=ray,
                     origin=_provenance(spec, scenarios, planned, source, served), retries=retries)
@@ -142,12 +143,12 @@ def preflight(agent: str, options: dict[str, Any]) -> dict[str, Any] | None:
     return {"base_url": value("base_url"), "model": value("model"), "listed": served.entry}
 
 
-def _provenance(spec: RunSpec, scenarios: list[Scenario], planned: list[Planned], source: str | None,
+def _provenance(spec: RunSpec, scenarios: list[Scenario | Family], planned: list[Planned], source: str | None,
                 served: dict[str, Any] | None) -> dict[str, Any]:
     return provenance.collect(spec, scenarios, {p.number: p.seed for p in planned}, source, served)
 
 
-def _plan(spec: RunSpec, scenarios: list[Scenario]) -> list[Planned]:
+def _plan(spec: RunSpec, scenarios: list[Scenario | Family]) -> list[Planned]:
     return plan_episodes([ScenarioRef(str(s.path), s.key, s.app) for s in scenarios], spec.episodes, spec.seed)
 
 

@@ -15,6 +15,7 @@ machine (`clinigym.spec.cohort.Draw`).
 """
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, fields, is_dataclass
 from functools import cache
@@ -152,7 +153,9 @@ class Family:
         if data.pop("id", self.name) != self.name:
             raise SpecError(self.path, "id", f"must equal the file name {self.name!r} (or be left out)")
         self.template = data
-        self.instance(0)   # a template that cannot render is the file's error, found at load
+        # Instance 0: what every instance shares (program, steps, kinds of checks); a template
+        # that cannot render is the file's error, found at load.
+        self.scenario = self.instance(0).scenario
 
     @property
     def key(self) -> str:
@@ -217,6 +220,15 @@ def family_paths() -> list[Path]:
 
 def all_families() -> list[Family]:
     return [load_family(p) for p in family_paths()]
+
+
+def select_families(pattern: str) -> list[Family]:
+    """Families whose key (`app/name`) or path matches the glob, or of the program named."""
+    found = [f for f in all_families() if fnmatch.fnmatch(f.key, pattern) or f.app == pattern
+             or fnmatch.fnmatch(str(f.path), pattern)]
+    if not found:
+        raise SpecError(pattern, "", "no task family matches")
+    return found
 
 
 def is_family_file(path: Path) -> bool:

@@ -105,3 +105,17 @@ def test_a_seed_gives_one_instance_and_seeds_differ_on_screen(backends):
                 break
         env.close()
     assert sum(moved.values()) >= len(moved) / 2, moved
+
+
+def test_a_run_of_a_family_plays_one_instance_per_episode(tmp_path):
+    """`clinigym run --family` alone: only the family, each episode the instance of its seed,
+    with the worker pool."""
+    from conftest import cli
+    out = tmp_path / "run"
+    assert cli("run", "--family", "orthanc/protect-patient-lookalikes", "--episodes", "3", "--mode", "goal",
+               "--workers", "2", "--out", str(out), "--no-progress") == 0
+    episodes = [read_episode(p) for p in sorted((out / "episodes").iterdir())]
+    assert [e.header.scenario for e in episodes] == ["orthanc/protect-patient-lookalikes"] * 3
+    assert [e.header.instance for e in episodes] == [e.header.seed for e in episodes]
+    assert len({e.header.task for e in episodes}) == 3
+    assert all(e.outcome.judgment.strict_success for e in episodes)
