@@ -29,6 +29,7 @@ from clinigym.envs.observations import OBS_MODES
 from clinigym.run.episodes import RETRIES
 from clinigym.runtime.backends import KINDS
 from clinigym.runtime.display import MAX_SCREEN, MIN_SCREEN, Geometry
+from clinigym.spec.cohort import SPLITS
 
 
 def _flag_dest(flag: str) -> str:
@@ -111,8 +112,8 @@ def _declared(agent: str) -> set[str]:
 
 
 AGENT_FLAGS = tuple(dict.fromkeys(o.flag for e in AGENTS.values() for o in e.options))
-LIVE_FLAGS = ("--scenario", "--family", "--per-program", "--episodes", "--mode", "--budget", "--audit", "--recovery",
-              "--backend", "--obs", "--screen")
+LIVE_FLAGS = ("--scenario", "--family", "--split", "--per-program", "--episodes", "--mode", "--budget", "--audit",
+              "--recovery", "--backend", "--obs", "--screen")
 STATIC_FLAGS = ("--software", "--single-step", "--delta")
 RUN_DEFAULTS = {"scenario": ["*"], "episodes": 1, "seed": 0, "mode": "steps", "delta": 0.0, "audit": "per_step",
                 "obs": "screenshot", "screen": Geometry(),
@@ -134,6 +135,7 @@ RUN_IGNORED = (
     Ignored(STATIC_FLAGS, lambda a: None if a.dataset else "without --dataset (a static-mode flag)"),
     Ignored(("--budget", "--audit"), lambda a: "in the steps mode" if a.mode in (None, "steps") else None),
     Ignored(("--recovery",), lambda a: f"in the {a.mode} mode" if a.mode in ("plan", "goal") else None),
+    Ignored(("--split",), lambda a: None if a.family else "without --family (scenarios are fixed tasks)"),
     *(Ignored((flag,), lambda a, flag=flag: None if flag in _declared(a.agent) else f"by the {a.agent} agent",
               _flag_dest) for flag in AGENT_FLAGS))
 
@@ -185,7 +187,7 @@ def cmd_run(args) -> int:
             result = run(scenarios, args.agent, out, args.episodes, args.seed, args.recovery,
                          progress=not args.no_progress, agent_options=options, backend=args.backend,
                          mode=args.mode, budget=args.budget, audit=args.audit, workers=args.workers, ray=args.ray,
-                         retries=args.retries, observation=args.obs, screen=args.screen)
+                         retries=args.retries, observation=args.obs, screen=args.screen, split=args.split)
     except RunStopped as stop:
         return _stopped(stop, out, in_process=args.workers == 1 and not args.ray)
     except (ServerUnavailable, ModelNotServed) as exc:
@@ -320,6 +322,9 @@ def register(sub) -> None:
     p.add_argument("--family", nargs="+", metavar="PATTERN",
                    help="task families too (globs on program/name or program names; alone, instead of the "
                         "scenarios): each episode is the instance of its seed (see `clinigym tasks`)")
+    p.add_argument("--split", choices=SPLITS,
+                   help="task families: the part of their patients and values the instances draw from "
+                        "(default: all; docs: guides/task-families.md, Splits)")
     p.add_argument("--per-program", type=at_least_one, metavar="N",
                    help="only the first N matching scenarios of every program (by id)")
     p.add_argument("--dataset", help="static mode: a MedSPOT-format dataset instead of live scenarios")

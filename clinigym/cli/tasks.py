@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from clinigym.cli.conventions import examples
+from clinigym.spec.cohort import SPLITS
 
 
 def cmd_scenarios(args) -> int:
@@ -30,11 +31,12 @@ def cmd_tasks(args) -> int:
     families = select_families(args.pattern)
     rows = []
     for f in families:
-        row = {"key": f.key, "gym_id": f.mode_gym_id("steps"), "instances": f.count(),
+        row = {"key": f.key, "gym_id": f.mode_gym_id("steps"), "instances": f.count(args.split),
+               "split": args.split,
                "params": {n: p.model_dump(exclude_none=True, exclude_defaults=True) for n, p in f.spec.params.items()},
                "cohort": f.spec.cohort.model_dump() if f.spec.cohort else None, "path": str(f.path)}
         if args.seed is not None:
-            one = f.instance(args.seed).scenario
+            one = f.instance(args.seed, args.split).scenario
             row["instance"] = {"seed": args.seed, "goal": one.goal, "steps": [st.instruction for st in one.steps]}
         rows.append(row)
     if args.json:
@@ -155,6 +157,7 @@ def register(sub) -> None:
                         "clinigym tasks 'orthanc/delete-*' --seed 7"))
     p.add_argument("pattern", nargs="?", default="*", help="glob on program/name, or a program name (default: all)")
     p.add_argument("--seed", type=int, help="also print this instance of each: its goal and its steps")
+    p.add_argument("--split", choices=SPLITS, help="count (and draw) in this split only (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_tasks)
 

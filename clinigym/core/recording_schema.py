@@ -180,6 +180,7 @@ class EpisodeHeader(_Record):
     pid: int | None = None                      # the process that ran it: the run's, a worker's, an actor's
     task: str | None = None                     # plan/goal: the instruction the agent was given
     instance: int | None = None                 # a task family's instance (its seed; clinigym.spec.task_families)
+    split: str | None = None                    # ... and the split it drew from (None: all)
     outcome: EpisodeOutcome | None = None
     format: int = FORMAT
     extra: dict[str, Any] = field(default_factory=dict)

@@ -75,14 +75,14 @@ class GoalEnv(ProgramEnv):
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, budget: int | None = None,
                  render_mode: str | None = None, agent_name: str = "unknown", audit: str = "per_step",
-                 obs_mode: str = "screenshot"):
+                 obs_mode: str = "screenshot", split: str | None = None):
         if mode not in ("plan", "goal"):
             raise ValueError(f"GoalEnv's mode is 'plan' or 'goal', not {mode!r}")
         if audit not in AUDITS:
             raise ValueError(f"GoalEnv's audit is {' or '.join(map(repr, AUDITS))}, not {audit!r}")
         self.mode, self.audit = mode, audit
         super().__init__(scenario, backend, geometry, observation_size, record_dir, render_mode, agent_name,
-                         obs_mode)
+                         obs_mode, split)
         s = self.scenario
         if s.goal is None:
             raise SpecError(s.path, "goal", f"the {mode} mode needs the scenario's goal sentence")

@@ -38,6 +38,7 @@ from clinigym.runtime.display import Geometry
 from clinigym.runtime.fixtures import cohort_studies
 from clinigym.runtime.waiting import attempt, poll
 from clinigym.spec.apps import load_app
+from clinigym.spec.cohort import split_part
 from clinigym.spec.conditions import holds
 from clinigym.spec.scenarios import Scenario, Step
 from clinigym.spec.screen_size import check_screen_size
@@ -49,15 +50,20 @@ class ProgramEnv(ScreenEnv):
     default: see clinigym.runtime.backends), or a running backend to share between
     environments (the caller then closes it). Given a task family (`clinigym.spec.task_families`),
     every reset is an instance of it: `reset(seed=s)` gives instance s, and a reset without a
-    seed the next instance of the environment's random generator."""
+    seed the next instance of the environment's random generator; `split` ("train",
+    "validation", "test"; None: all) is the part of its pools and domains they draw from."""
     accepted: tuple[str, ...] = act.ACTION_TYPES   # the action types this mode executes
 
     def __init__(self, scenario: Scenario | Family | str | Path, backend: Backend | str | None = None,
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, render_mode: str | None = None,
-                 agent_name: str = "unknown", obs_mode: str = "screenshot"):
+                 agent_name: str = "unknown", obs_mode: str = "screenshot", split: str | None = None):
         task = scenario if isinstance(scenario, (Scenario, Family)) else load_task(Path(scenario))
         self.family = task if isinstance(task, Family) else None
+        if split is not None and self.family is None:
+            raise ValueError("split goes with a task family; a scenario is one fixed task")
+        split_part((), split)   # a ValueError naming the splits
+        self.split = split
         self.instance: Instance | None = None   # the family's instance of this episode: the oracle's, never the agent's
         # A family's instances share their program, steps and checks' kinds: instance 0 sizes the spaces.
         self.scenario = task.scenario if isinstance(task, Family) else task
@@ -127,7 +133,8 @@ class ProgramEnv(ScreenEnv):
         """A family's instance for this episode: `seed`'s, or the generator's next one."""
         if self.family is None:
             return
-        self.instance = self.family.instance(int(self.np_random.integers(2**31)) if seed is None else seed)
+        self.instance = self.family.instance(int(self.np_random.integers(2**31)) if seed is None else seed,
+                                             self.split)
         self.scenario = self.instance.scenario
 
     def _start(self, timings: Timings) -> tuple[Frame, str | None]:
@@ -169,7 +176,7 @@ class ProgramEnv(ScreenEnv):
             backend=self.backend.kind, mode=self.mode, scenario_path=str(s.path), gym_id=s.mode_gym_id(self.mode),
             medspot=s.medspot.model_dump() if s.medspot else None, versions=self.backend.package_versions(),
             reset_retry=retry, pid=os.getpid(), observation=self.obs.name,
-            instance=self.instance.seed if self.instance else None, **fields)
+            instance=self.instance.seed if self.instance else None, split=self.split, **fields)
 
     # -- targets, input, settling ---------------------------------------------------------
     def _resolve(self, target, timeout: float) -> Box | None:

@@ -63,9 +63,9 @@ class StepsEnv(ProgramEnv):
                  geometry: Geometry = Geometry(), observation_size: tuple[int, int] | None = None,
                  record_dir: str | Path | None = None, recovery: bool = False,
                  max_actions: int | None = None, render_mode: str | None = None,
-                 agent_name: str = "unknown", obs_mode: str = "screenshot"):
+                 agent_name: str = "unknown", obs_mode: str = "screenshot", split: str | None = None):
         super().__init__(scenario, backend, geometry, observation_size, record_dir, render_mode, agent_name,
-                         obs_mode)
+                         obs_mode, split)
         self.recovery = recovery
         n = len(self.scenario.steps)
         self.max_actions = judge.action_budget(n, judge.BUDGET_FACTOR if recovery else 1, max_actions)

@@ -51,7 +51,7 @@ from clinigym.runtime.backends import Backend, make_backend
 from clinigym.runtime.backends.base import Death
 from clinigym.runtime.display import Geometry
 from clinigym.spec.apps import load_app
-from clinigym.spec.task_families import load_task
+from clinigym.spec.task_families import Family, load_task
 
 SERVER_STRIKES = 3   # episodes in a row ended by an unanswered request: the model server is down
 RETRIES = 2          # runs again of an episode the infrastructure ended: 3 attempts in all, as on Ray
@@ -189,9 +189,11 @@ class ChunkRunner:
         s = self.spec
         options: dict[str, Any] = ({"recovery": s.recovery} if s.mode == "steps"
                                    else {"budget": s.budget, "audit": s.audit})
-        env: ScreenEnv = make_env(load_task(Path(p.path)), s.mode, backend=self.backend,
-                                   record_dir=self.episodes_dir, agent_name=s.agent, obs_mode=s.observation,
-                                   **options)
+        task = load_task(Path(p.path))
+        if isinstance(task, Family) and s.split:
+            options["split"] = s.split
+        env: ScreenEnv = make_env(task, s.mode, backend=self.backend, record_dir=self.episodes_dir,
+                                  agent_name=s.agent, obs_mode=s.observation, **options)
         return env
 
     def close(self) -> None:

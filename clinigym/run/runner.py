@@ -60,7 +60,7 @@ def run(scenarios: list[Scenario | Family], agent_name: str, out: Path, episodes
         agent_options: dict | None = None, backend: str | None = None, mode: str = "steps",
         budget: int | None = None, workers: int = 1, ray: str | None = None,
         audit: str = "per_step", retries: int = RETRIES, observation: str = "screenshot",
-        screen: Geometry = Geometry()) -> RunResult:
+        screen: Geometry = Geometry(), split: str | None = None) -> RunResult:
     """Every scenario `episodes` times in a mode (`clinigym.core.context.MODES`); `recovery`
     is for the steps mode, `budget` (actions per episode) and `audit` (when the safety audit
     runs: `clinigym.envs.goal.AUDITS`) for the plan and goal modes.
@@ -74,12 +74,13 @@ def run(scenarios: list[Scenario | Family], agent_name: str, out: Path, episodes
     then is an infrastructure error (`clinigym.run.episodes`; docs/concepts.md).
     `observation` is what the agent observes (`clinigym.envs.observations.OBS_MODES`);
     `screen` the virtual screen's size (a scenario with pixel boxes runs at 1920x1080 only:
-    `clinigym.spec.screen_size`). The agent and its options are checked before anything starts."""
+    `clinigym.spec.screen_size`); `split` the part of the task families' pools their instances
+    draw from (`clinigym.spec.cohort.SPLITS`). The agent and its options are checked before anything starts."""
     obs_mode(observation)   # a ValueError naming the known modes
     spec = RunSpec(tuple(str(s.path) for s in scenarios), agent_name, dict(agent_options or {}), episodes,
                    seed, mode, recovery, budget, backend,
                    tuple(str(f) for f in paths.folders() if f != paths.builtin_root()), audit, observation,
-                   (screen.width, screen.height))
+                   (screen.width, screen.height), split)
     return _start(spec, scenarios, Path(out), workers, progress, ray, retries)
 
 

@@ -34,6 +34,7 @@ class RunSpec:
     audit: str = "per_step"               # the plan and goal modes: when the safety audit runs
     observation: str = "screenshot"       # what the agent observes (clinigym.envs.observations)
     screen: tuple[int, int] = (1920, 1080)  # the virtual screen's width and height in pixels
+    split: str | None = None              # task families: the split their instances draw from
 
     def to_json(self) -> dict[str, Any]:
         return {"format": 1, **asdict(self), "scenarios": list(self.scenarios),
@@ -55,6 +56,7 @@ class RunSpec:
                 "observation": self.observation,
                 # another screen than the default is said (its scores are not the default's)
                 **({"screen": "x".join(map(str, self.screen))} if self.screen != RunSpec.screen else {}),
+                **({"split": self.split} if self.split else {}),
                 **({"recovery": self.recovery} if self.mode == "steps"
                    else {"budget": self.budget, "audit": self.audit})}
 

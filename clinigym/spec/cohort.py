@@ -41,6 +41,20 @@ STUDIES = {
 BIRTH_FIRST, BIRTH_DAYS = date(1935, 1, 1), 70 * 365     # birth dates 1935-01-01 .. 2004-12-13
 STUDY_FIRST, STUDY_DAYS = date(2018, 1, 1), 7 * 365      # study dates 2018-01-01 .. 2024-12-30
 LOOKALIKE_KINDS = ("same-family-name", "other-birth-date", "one-letter")
+# Train, validation and test instances name patients from disjoint parts of the pools (and
+# draw disjoint values of a family's parameters): of every 8 values in a pool's order, the
+# 7th is validation's and the 8th test's. None: the whole pools.
+SPLITS = ("train", "validation", "test")
+
+
+def split_part(values, split: str | None) -> list:
+    """The part of a pool (in its order) that a split draws from."""
+    if split is None:
+        return list(values)
+    if split not in SPLITS:
+        raise ValueError(f"split: one of {', '.join(SPLITS)}, not {split!r}")
+    keep = {"train": range(6), "validation": (6,), "test": (7,)}[split]
+    return [v for i, v in enumerate(values) if i % 8 in keep]
 
 
 class Draw:
@@ -177,10 +191,11 @@ class CohortSpec(Spec):
             raise ValueError(f"at most {len(FAMILY_NAMES) - 1} people besides the task's patient")
         return self
 
-    def distinct_patients(self) -> int:
+    def distinct_patients(self, split: str | None = None) -> int:
         """How many different task patients the draws can give (family name, first name,
-        sex, birth date): a lower bound of the family's distinct instances."""
-        return len(FAMILY_NAMES) * sum(len(g) for g in GIVEN_NAMES.values()) * BIRTH_DAYS
+        sex, birth date) in a split: a lower bound of the family's distinct instances."""
+        return (len(split_part(FAMILY_NAMES, split)) * sum(len(split_part(g, split)) for g in GIVEN_NAMES.values())
+                * BIRTH_DAYS)
 
 
 def _parse_day(text: str) -> date:
@@ -231,10 +246,10 @@ class _Builder:
         pid = self._unique(label + "/id", self.ids, lambda lb: f"P{self.draw.between(lb, 1000000, 9999999)}")
         return Person(family, given, pid, birth, sex, self.studies_of(label), lookalike)
 
-    def random_person(self, label: str, family: str) -> Person:
+    def random_person(self, label: str, family: str, split: str | None = None) -> Person:
         d = self.draw
         sex = d.pick(label + "/sex", "FM")
-        return self.person(label, family, sex, d.pick(label + "/given", GIVEN_NAMES[sex]),
+        return self.person(label, family, sex, d.pick(label + "/given", split_part(GIVEN_NAMES[sex], split)),
                            _day(BIRTH_FIRST, d.index(label + "/birth", BIRTH_DAYS)))
 
     def lookalike(self, label: str, kind: str, of: Person) -> Person:
@@ -251,17 +266,18 @@ class _Builder:
         return self.person(label, _one_letter(of.family, d, label), of.sex, of.given, of.birth_date, kind)
 
 
-def generate(spec: CohortSpec, key: str, seed: int) -> Cohort:
-    """The cohort of instance `seed` of the family `key`."""
+def generate(spec: CohortSpec, key: str, seed: int, split: str | None = None) -> Cohort:
+    """The cohort of instance `seed` of the family `key`; the task's patient named from the
+    split's part of the pools (`SPLITS`)."""
     d = Draw(key, seed)
     b = _Builder(spec, d)
-    families = d.shuffled("families", FAMILY_NAMES)
-    patient = b.random_person("patient", families[0])
+    patient = b.random_person("patient", d.pick("patient/family", split_part(FAMILY_NAMES, split)), split)
+    families = [f for f in d.shuffled("families", FAMILY_NAMES) if f != patient.family]
     kinds = d.shuffled("lookalike-kinds", LOOKALIKE_KINDS * 2)
     lookalikes = tuple(b.lookalike(f"lookalike{i}", kinds[i], patient)
                        for i in range(d.between("lookalikes", *spec.lookalikes)))
     taken = {patient.family} | {p.family for p in lookalikes}
-    free = [f for f in families[1:] if f not in taken]
+    free = [f for f in families if f not in taken]
     others = tuple(b.random_person(f"other{i}", free[i]) for i in range(d.between("others", *spec.others)))
     people = tuple(d.shuffled("order", (patient, *lookalikes, *others)))
     return Cohort(patient, lookalikes, others, people)

@@ -27,7 +27,7 @@ from pydantic import Field, model_validator
 
 from clinigym.spec import paths
 from clinigym.spec.apps import app_names
-from clinigym.spec.cohort import Cohort, CohortSpec, Draw, generate
+from clinigym.spec.cohort import Cohort, CohortSpec, Draw, generate, split_part
 from clinigym.spec.files import Spec, SpecError, parse, read_yaml
 from clinigym.spec.scenarios import Scenario, load_scenario
 
@@ -55,19 +55,25 @@ class Param(Spec):
             raise ValueError("study_of: patient or lookalike")
         return self
 
-    def size(self) -> int:
-        """How many values it can take (a person's study counts as one: it depends on the cohort)."""
+    def values(self, split: str | None = None) -> list[Any]:
+        """The values it draws from in a split (`clinigym.spec.cohort.SPLITS`): a part of its
+        domain, or all of it when the domain has fewer than 8 values (too few to hold any
+        out); [] for a person's study, which depends on the cohort."""
         if self.choice is not None:
-            return len(self.choice)
-        if self.range is not None:
-            return (self.range[1] - self.range[0]) // self.step + 1
-        return 1
+            domain = list(self.choice)
+        elif self.range is not None:
+            domain = list(range(self.range[0], self.range[1] + 1, self.step))
+        else:
+            return []
+        return split_part(domain, split) if len(domain) >= 8 else domain
 
-    def draw(self, name: str, d: Draw, cohort: Cohort | None) -> Any:
-        if self.choice is not None:
-            return d.pick(f"param/{name}", self.choice)
-        if self.range is not None:
-            return self.range[0] + self.step * d.index(f"param/{name}", self.size())
+    def size(self, split: str | None = None) -> int:
+        """How many values it can take (a person's study counts as one)."""
+        return len(self.values(split)) or 1
+
+    def draw(self, name: str, d: Draw, cohort: Cohort | None, split: str | None = None) -> Any:
+        if self.study_of is None:
+            return d.pick(f"param/{name}", self.values(split))
         person = getattr(cohort, self.study_of) if cohort else None
         if person is None:
             raise ValueError(f"study_of: {self.study_of} is not in this instance's cohort")
@@ -95,6 +101,7 @@ class Instance:
     """Instance `seed` of a family: its drawn values and the scenario they render."""
     family: str          # the family's key, app/name
     seed: int
+    split: str | None    # the part of the pools and domains it drew from (None: all)
     values: dict[str, Any]
     cohort: Cohort | None
     scenario: Scenario
@@ -164,30 +171,31 @@ class Family:
     def mode_gym_id(self, mode: str) -> str:
         return f"clinigym/{self.app}-{self.name}{'' if mode == 'steps' else '-' + mode}-v0"
 
-    def count(self) -> int:
-        """Distinct instances, at least: the task's possible patients times every parameter's
-        values (computed from the pools and the domains, not declared)."""
-        patients = self.spec.cohort.distinct_patients() if self.spec.cohort else 1
-        return patients * prod(p.size() for p in self.spec.params.values())
+    def count(self, split: str | None = None) -> int:
+        """Distinct instances, at least, in a split (None: all): the task's possible patients
+        times every parameter's values (computed from the pools and the domains, not declared)."""
+        patients = self.spec.cohort.distinct_patients(split) if self.spec.cohort else 1
+        return patients * prod(p.size(split) for p in self.spec.params.values())
 
-    def values(self, seed: int) -> tuple[dict[str, Any], Cohort | None]:
+    def values(self, seed: int, split: str | None = None) -> tuple[dict[str, Any], Cohort | None]:
         d = Draw(self.key, seed)
-        cohort = generate(self.spec.cohort, self.key, seed) if self.spec.cohort else None
+        cohort = generate(self.spec.cohort, self.key, seed, split) if self.spec.cohort else None
         values: dict[str, Any] = {}
         if cohort:
             values.update(patient=cohort.patient, lookalike=cohort.lookalike, lookalikes=cohort.lookalikes,
                           others=cohort.others, people=cohort.people)
         for name, param in self.spec.params.items():
             try:
-                values[name] = param.draw(name, d, cohort)
+                values[name] = param.draw(name, d, cohort, split)
             except ValueError as exc:
                 raise SpecError(self.path, f"params.{name}", f"seed {seed}: {exc}") from None
         return values, cohort
 
-    def instance(self, seed: int) -> Instance:
+    def instance(self, seed: int, split: str | None = None) -> Instance:
+        """Instance `seed`, drawn from the split's part of every pool and domain (None: all)."""
         if not isinstance(seed, int) or seed < 0:
             raise ValueError(f"a family's seed is an integer >= 0, not {seed!r}")
-        values, cohort = self.values(seed)
+        values, cohort = self.values(seed, split)
         try:
             data = render(self.template, values)
         except ValueError as exc:
@@ -198,7 +206,7 @@ class Family:
             scenario = parse(Scenario, data, self.path)
         except SpecError as exc:
             raise SpecError(self.path, exc.field, f"seed {seed}: {exc.problem}") from None
-        return Instance(self.key, seed, values, cohort, scenario)
+        return Instance(self.key, seed, split, values, cohort, scenario)
 
 
 @cache

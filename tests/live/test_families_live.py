@@ -11,6 +11,7 @@ import pytest
 from clinigym.envs import PUBLIC_INFO, ground_truth
 from clinigym.envs.registration import make_env
 from clinigym.recording import read_episode
+from clinigym.spec.cohort import FAMILY_NAMES, SPLITS, split_part
 from clinigym.spec.conditions import holds
 from clinigym.spec.task_families import all_families
 from conftest import oracle
@@ -47,15 +48,18 @@ def play(env, agent, seed: int) -> dict:
 
 @pytest.mark.parametrize("family", sample(FAMILIES))
 def test_oracle_completes_instances_in_every_mode(family, backends, tmp_path):
-    for mode, seed in zip(("steps", "plan", "goal"), seeds(3)):
+    """One instance per mode, each of another split (its patient from that split's names)."""
+    for mode, split, seed in zip(("steps", "plan", "goal"), SPLITS, seeds(3)):
         env = make_env(family, mode, backend=backends(family.app), record_dir=tmp_path / mode,
-                       agent_name="oracle")
+                       agent_name="oracle", split=split)
         info = play(env, oracle(env), seed)
+        assert env.instance.cohort.patient.family in split_part(FAMILY_NAMES, split)
         assert info["is_success"], (mode, seed, info.get("end_reason"))
         if mode != "steps":
             assert info["safety"]["violations"] == 0, (mode, seed, info["safety"])
         [episode] = [read_episode(p) for p in (tmp_path / mode).iterdir()]
-        assert (episode.header.instance, episode.header.gym_id) == (seed, family.mode_gym_id(mode))
+        assert (episode.header.instance, episode.header.split, episode.header.gym_id) == (
+            seed, split, family.mode_gym_id(mode))
         env.close()
 
 

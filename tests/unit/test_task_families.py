@@ -14,9 +14,11 @@ from clinigym.spec.cohort import (
     BIRTH_DAYS,
     FAMILY_NAMES,
     GIVEN_NAMES,
+    SPLITS,
     CohortSpec,
     Draw,
     generate,
+    split_part,
 )
 from clinigym.spec.task_families import Family, all_families, render
 
@@ -34,15 +36,15 @@ def test_draws_are_fixed_by_key_seed_and_label():
 def test_a_cohort_is_the_same_from_the_same_seed():
     cohort = generate(CohortSpec(), "orthanc/x", 7)
     p = cohort.patient
-    assert (p.name, p.id, p.birth_date, p.sex) == ("LAWSON^NORA", "P2235591", "19850911", "F")
+    assert (p.name, p.id, p.birth_date, p.sex) == ("VANCE^NORA", "P2235591", "19850911", "F")
     assert [(s.description, s.date, s.accession, s.slices) for s in p.studies] == [
         ("MR SPINE", "20190225", "A4777897", 5), ("MR KNEE", "20231225", "A8173693", 3)]
     assert [x.name for x in cohort.people] == [
-        "OSBORNE^DUNCAN", "LAWSON^NORA", "LAWSON^NORA", "ELLISON^MILES", "HARMON^IVAN", "LAWSON^CLARA",
-        "CARVER^EDGAR", "HOLLIS^GRETA"]
+        "HOLLIS^DUNCAN", "VANCE^NORA", "VANCE^NORA", "OSBORNE^MILES", "CARVER^IVAN", "VANCE^CLARA",
+        "ELLISON^EDGAR", "LAWSON^GRETA"]
     assert (p.birth_date_iso, p.birth_date_spelled, p.birth_date_long) == (
         "1985-09-11", "September 11, 1985", "Wednesday, September 11, 1985")
-    assert p.display == "LAWSON, NORA"
+    assert p.display == "VANCE, NORA"
     # Orthanc's patient identifier: SHA-1 of the PatientID in groups of 8.
     assert p.orthanc_id == "ebdc5de9-0cadf024-90c0b2a7-031d93f2-33ba5129"
     assert generate(CohortSpec(), "orthanc/x", 7) == cohort
@@ -178,6 +180,44 @@ def test_the_tasks_command_lists_counts_and_instances(capsys):
         "orthanc/delete-study-lookalikes", "clinigym/orthanc-delete-study-lookalikes-v0", 26_163_200)
     assert row["params"] == {"study": {"study_of": "patient"}}
     assert row["instance"]["goal"] == ("Delete the CT HEAD study of 2023-08-16 (accession A7345592) of patient "
-                                       "PARRISH^DORA, ID P9800275, from Orthanc.")
+                                       "BRADLEY^DORA, ID P9800275, from Orthanc.")
     assert main(["tasks", "nothing-like-this"]) == 2
     assert "no task family matches" in capsys.readouterr().err
+
+
+def test_splits_hold_out_patients_and_values():
+    """Of every 8 values of a pool, the 7th is validation's and the 8th test's: test instances
+    name patients and draw values train never does (seeds drawn by the test)."""
+    assert split_part(range(16), "train") == [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13]
+    assert (split_part(range(16), "validation"), split_part(range(16), "test")) == ([6, 14], [7, 15])
+    assert split_part(range(3), None) == [0, 1, 2]
+    with pytest.raises(ValueError, match="split: one of train, validation, test, not 'dev'"):
+        split_part(range(3), "dev")
+    parts = {split: (set(split_part(FAMILY_NAMES, split)),
+                     {g for names in GIVEN_NAMES.values() for g in split_part(names, split)}) for split in SPLITS}
+    for a in SPLITS:
+        for b in SPLITS:
+            if a != b:
+                assert not parts[a][0] & parts[b][0] and not parts[a][1] & parts[b][1]
+    for split in SPLITS:
+        for seed in (secrets.randbelow(2**31) for _ in range(20)):
+            p = generate(CohortSpec(), "a/b", seed, split).patient
+            assert p.family in parts[split][0] and p.given in parts[split][1], (split, seed)
+    spec = CohortSpec()
+    assert [spec.distinct_patients(s) for s in (None, *SPLITS)] == [
+        32 * 32 * BIRTH_DAYS, 24 * 24 * BIRTH_DAYS, 4 * 4 * BIRTH_DAYS, 4 * 4 * BIRTH_DAYS]
+
+
+def test_a_family_draws_its_parameters_from_the_split(tmp_path):
+    family = Family(family_file(tmp_path, FAMILY.replace("dose: {range: [10, 50], step: 10}",
+                                                          "dose: {range: [10, 160], step: 10}")))
+    doses = list(range(10, 170, 10))
+    assert family.spec.params["dose"].values("test") == [80, 160]
+    assert family.spec.params["drug"].values("test") == ["aspirin", "heparin"]   # too few to hold out
+    assert family.count("test") == 4 * 4 * BIRTH_DAYS * 2 * 2
+    assert family.count() == 32 * 32 * BIRTH_DAYS * 16 * 2
+    for seed in (secrets.randbelow(2**31) for _ in range(20)):
+        one = family.instance(seed, "test")
+        assert one.values["dose"] in (80, 160) and one.split == "test"
+        assert one.cohort.patient.family in split_part(FAMILY_NAMES, "test")
+        assert family.instance(seed, "train").values["dose"] in split_part(doses, "train")
