@@ -7,6 +7,7 @@ from pathlib import Path
 
 from clinigym.cli.conventions import examples
 from clinigym.eval.similarity import DEFAULT_THRESHOLD
+from clinigym.spec.cohort import SPLITS
 
 REPLAY_THRESHOLD_HELP = f"fraction of identical pixels for a screen to match (default {DEFAULT_THRESHOLD})"
 
@@ -14,9 +15,17 @@ REPLAY_THRESHOLD_HELP = f"fraction of identical pixels for a screen to match (de
 def cmd_export(args) -> int:
     from clinigym.eval.export import to_medspot, to_parquet
     runs = [Path(d) for d in args.runs]
-    if not (args.medspot or args.parquet):
-        print("error: give --medspot DIR and/or --parquet FILE", file=sys.stderr)
+    if not (args.medspot or args.parquet or args.training):
+        print("error: give --medspot DIR, --parquet FILE and/or --training DIR", file=sys.stderr)
         return 2
+    if args.split and not args.training:
+        print("error: --split goes with --training", file=sys.stderr)
+        return 2
+    if args.training:
+        from clinigym.eval.training_export import to_training
+        done = to_training(runs, Path(args.training), complete_only=False, split=args.split)
+        for split, n in sorted(done.rows.items()):
+            print(f"{args.training}: {split}: {done.episodes[split]} episodes, {n} rows")
     if args.medspot:
         tasks = to_medspot(runs, Path(args.medspot), complete_only=not args.all)
         print(f"{args.medspot}: {len(tasks)} tasks, {sum(len(t.steps) for t in tasks)} steps")
@@ -89,14 +98,20 @@ def register(sub) -> None:
     from clinigym.eval.validate import DEFAULT_MAX_OFFSET
     from clinigym.runtime.backends import KINDS
 
-    p = sub.add_parser("export", help="recorded episodes as a MedSPOT-format dataset and/or parquet",
+    p = sub.add_parser("export", help="recorded episodes as a MedSPOT-format dataset, parquet, or a training set",
                        epilog=examples("clinigym export runs/oracle --medspot datasets/mine",
-                                       "clinigym export runs/oracle --parquet datasets/mine.parquet --all"))
+                                       "clinigym export runs/oracle --parquet datasets/mine.parquet --all",
+                                       "clinigym export runs/train runs/test --training datasets/families"))
     p.add_argument("runs", nargs="+", help="run folders or episode folders")
     p.add_argument("--medspot", metavar="DIR",
                    help="output folder: annotation JSON per program plus keyframes")
     p.add_argument("--parquet", metavar="FILE",
                    help="output file: Hugging Face datasets parquet, one row per step (extra `datasets`)")
+    p.add_argument("--training", metavar="DIR",
+                   help="output folder: every field of every step and the episode's verdict, per split as "
+                        "JSONL and parquet with the images and a dataset card; loads with "
+                        "datasets.load_dataset(DIR) (every episode, completed or not)")
+    p.add_argument("--split", choices=SPLITS, help="with --training: only the episodes of this split")
     p.add_argument("--all", action="store_true", help="also episodes that did not complete")
     p.set_defaults(func=cmd_export)
 

@@ -87,3 +87,37 @@ def test_parquet_export_is_self_contained(runs, tmp_path):
     row = ds[0]
     assert row["image"].size == (1920, 1080) and row["instruction"]
     assert set(json.loads(json.dumps(ds.features.to_dict()))) >= {"image", "instruction", "target_box", "correct"}
+
+
+def test_training_export_round_trip_against_the_recordings(runs, tmp_path):
+    """Every field of every step and the episode's verdict, loaded back with `datasets`."""
+    import datasets
+
+    from clinigym.eval.training_export import COLUMNS, to_training
+    out = tmp_path / "training"
+    done = to_training([runs / "oracle", runs / "agent"], out)
+    episodes = [(f"{i}-{d}/{f.name}", read_episode(f)) for i, d in enumerate(("oracle", "agent"), 1)
+                for f in episode_folders(runs / d)]
+    assert done.rows == {"unsplit": sum(len(e.steps) for _, e in episodes)}
+    loaded = datasets.load_dataset(str(out))["unsplit"]
+    assert loaded.column_names == list(COLUMNS)
+    rows = {(r["episode"], r["t"]): r for r in loaded}
+    jsonl = [json.loads(line) for line in (out / "data" / "unsplit.jsonl").read_text().splitlines()]
+    assert len(jsonl) == len(rows)
+    for name, e in episodes:
+        for rec in e.steps:
+            row = rows[(name, rec.t)]
+            action = rec.action or {}
+            assert (row["task"], row["mode"], row["agent"], row["instruction"], row["step"]) == (
+                e.header.scenario, e.header.mode, e.header.agent, rec.instruction, rec.step)
+            assert row["action_type"] == action.get("type", "")
+            assert row["point"] == pytest.approx(list(action.get("point") or []))
+            assert row["target_box"] == pytest.approx(rec.target_box or [])
+            assert (row["correct"], row["failure"], row["hit"]) == (rec.correct, rec.failure or "", rec.hit)
+            assert json.loads(row["raw_action"]) == json.loads(json.dumps(rec.raw_action, default=str))
+            assert json.loads(row["timings"]) == pytest.approx(rec.timings)
+            assert (row["episode_status"], row["is_success"]) == (e.status, e.outcome.is_success)
+            assert row["image"].size == (1920, 1080)
+            assert (out / f"images/{name}/{rec.before}").read_bytes() == \
+                (e.folder / rec.before).read_bytes()
+    assert "## Programs" in (out / "README.md").read_text()

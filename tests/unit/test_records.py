@@ -88,3 +88,30 @@ def test_unreadable_records_are_clear_errors(tmp_path):
     # a last line cut short by a kill is dropped: every finished step before it stays
     (folder / "steps.jsonl").write_text("\n".join([*lines, '{"step": 1, "instr']) + "\n")
     assert len(read_episode(folder).steps) == len(lines)
+
+
+def test_a_training_row_holds_the_agent_prompt_raw_output_and_the_verdict(tmp_path):
+    """What a model agent recorded (Action.meta) goes into its own columns."""
+    from clinigym.core.recording_schema import EpisodeHeader, EpisodeOutcome, GoalJudgment, StepRecord
+    from clinigym.eval.training_export import COLUMNS, step_rows
+    from clinigym.recording import Episode
+    header = EpisodeHeader(scenario="orthanc/protect-patient-lookalikes", app="orthanc", overview="Protect.",
+                           n_steps=2, coordinates={"observation_size": [1280, 720]}, agent="http", seed=9,
+                           instance=9, split="test", mode="goal", task="Protect patient X.", backend="docker",
+                           outcome=EpisodeOutcome("complete", judgment=GoalJudgment(
+                               "done", [{"check": "c", "passed": True}], True, violations=[])))
+    rec = StepRecord(step=0, instruction="Protect patient X.", expected_action="click",
+                     raw_action={"type": "click", "x": 3, "y": 4}, action={"type": "click", "point": [3, 4]},
+                     hit=True, action_type_ok=True, target_box=[0, 0, 10, 10], timings={"act": 0.5},
+                     agent={"prompt": [{"role": "user", "content": "Protect"}], "raw": "click(3, 4)", "latency": 1.5},
+                     reached=1, before="step-000-before.png")
+    [row] = step_rows(Episode(tmp_path / "0001-x", header, [rec]))
+    assert set(row) == set(COLUMNS)
+    assert (row["prompt"], row["raw_output"], row["agent_meta"]) == (
+        '[{"role": "user", "content": "Protect"}]', "click(3, 4)", '{"latency": 1.5}')
+    assert (row["split"], row["instance"], row["seed"], row["goal"], row["reached"]) == (
+        "test", 9, 9, "Protect patient X.", 1)
+    assert (row["is_success"], row["success"], row["strict_success"], row["checks"]) == (
+        True, True, True, '[{"check": "c", "passed": true}]')
+    assert (row["image"], row["width"], row["height"], row["point"]) == (
+        "images/0001-x/step-000-before.png", 1280, 720, [3, 4])
