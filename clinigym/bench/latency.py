@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from clinigym.bench.families import bench_family_reset, format_families
 from clinigym.bench.per_program import finish, measure_each
 from clinigym.bench.settle import bench_settle, format_settle, ms_stats, oracle_steps
 from clinigym.bench.tree import bench_a11y, format_tree
@@ -107,6 +108,7 @@ def bench_app(name: str, repeats: int, kind: str = "local", watch_all: bool = Fa
         if recreates:
             result["recreate"] = ms_stats(recreates)
         result["a11y"] = bench_a11y(name, kind, repeats)
+        result["family_reset"] = bench_family_reset(name, kind, repeats)
         return result
     finally:
         env.close()
@@ -162,6 +164,9 @@ def format_bench(result: dict) -> str:
     trees = [(r["app"], r["backend"], r["a11y"], r["step"]["total"]) for r in result["apps"] if r.get("a11y")]
     if trees:
         lines += ["", format_tree(trees)]
+    families = [r["family_reset"] for r in result["apps"] if r.get("family_reset")]
+    if families:
+        lines += ["", format_families(families)]
     for sc in result.get("side_by_side", []):
         rounds = ", ".join(f"{r['environments']}: {r['step']['p50_ms']:.0f}" for r in sc["rounds"])
         lines.append(f"side by side, {sc['app']} on {sc['backend']}: step p50 ms by environments ({rounds}); "

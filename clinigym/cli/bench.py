@@ -12,6 +12,7 @@ BENCH_DEFAULTS = {"repeats": 10, "side_by_side": "dicomscope", "backends": ["loc
 BENCH_IGNORED = (Ignored(("--program", "--repeats", "--side-by-side", "--watch-all", "--backends"),
                          lambda a: "with --throughput" if a.throughput else None),
                  Ignored(("--side-by-side", "--watch-all"), lambda a: "with --tree" if a.tree else None),
+                 Ignored(("--side-by-side", "--watch-all"), lambda a: "with --families" if a.families else None),
                  Ignored(("--rounds",), lambda a: None if a.throughput else "without --throughput"))
 
 
@@ -30,6 +31,9 @@ def cmd_bench(args) -> int:
     if args.tree:
         from clinigym.bench.tree import run_tree_bench
         return run_tree_bench(args.program or app_names(), args.repeats, out, args.backends)
+    if args.families:
+        from clinigym.bench.families import run_families_bench
+        return run_families_bench(args.program or app_names(), args.repeats, out, args.backends)
     from clinigym.bench.latency import run_bench
     return run_bench(args.program or app_names(), args.repeats, out, args.backends,
                      side_by_side=None if args.side_by_side == "none" else args.side_by_side,
@@ -60,6 +64,10 @@ def register(sub) -> None:
     modes.add_argument("--tree", action="store_true",
                        help="instead: only the accessibility tree's read per observation beside the step, "
                             "on every program with a tree (also part of the whole bench)")
+    modes.add_argument("--families", action="store_true",
+                       help="instead: only the reset of task families' instances (generated studies loaded) "
+                            "beside a fixed scenario's, on every program with families (also part of the "
+                            "whole bench)")
     modes.add_argument("--throughput", action="store_true",
                        help="instead: episodes and steps per minute of the oracle with 1, 2, 4 and 8 workers "
                             "and on a two-node loopback Ray cluster (needs root and clinigym[ray])")
