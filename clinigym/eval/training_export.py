@@ -3,16 +3,20 @@ and safety result on each of its rows, the keyframes beside them.
 
 The folder it writes loads with `datasets.load_dataset(folder)`:
 
-- `data/<split>.parquet`: one row per step, the keyframes inside (an `Image` column);
-- `data/<split>.jsonl`: the same rows, the keyframes as paths into `images/`;
+- `data/<split>-<hash>.parquet`: one row per step, the keyframes inside (an `Image` column);
+- `data/<split>-<hash>.jsonl`: the same rows, the keyframes as paths into `images/`;
 - `images/<episode>/step-NNN-before.png` (and `-after.png`);
 - `README.md`: the dataset card (the splits, the seeds, the program versions, the fields).
 
 A split is the one the episodes' task families drew from (`clinigym.spec.cohort.SPLITS`);
-`unsplit` holds episodes of fixed scenarios and of families run without a split.
+`unsplit` holds episodes of fixed scenarios and of families run without a split. `<hash>`
+is the start of the rows' SHA-256: `datasets` caches a local folder by its name and its
+card's file names, so an export written again under the same name would load as the old
+one if its files kept their names.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections import defaultdict
@@ -136,14 +140,15 @@ def _features():
     return Features({name: kinds.get(kind) or Value(kind) for name, (kind, _) in COLUMNS.items()})
 
 
-def card(by_split: dict[str, list[Episode]], rows: dict[str, int]) -> str:
-    """The dataset card: what `datasets` loads, and the splits, seeds, programs and fields."""
-    files = "\n".join(f"  - split: {s}\n    path: data/{s}.parquet" for s in sorted(by_split))
+def card(by_split: dict[str, list[Episode]], rows: dict[str, int], files: dict[str, str]) -> str:
+    """The dataset card: what `datasets` loads (`files`: each split's parquet file), and the
+    splits, seeds, programs and fields."""
+    data_files = "\n".join(f"  - split: {s}\n    path: {files[s]}" for s in sorted(by_split))
     versions: dict[str, dict[str, str]] = defaultdict(dict)
     for episodes in by_split.values():
         for e in episodes:
             versions[e.header.app].update(e.header.versions)
-    lines = ["---", "configs:", "- config_name: default", "  data_files:", files, "---", "",
+    lines = ["---", "configs:", "- config_name: default", "  data_files:", data_files, "---", "",
              "# clinigym training export", "",
              f"Exported {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by clinigym {__version__}: one row per "
              "recorded action, the episode's verdict and safety result on each of its rows.", "",
@@ -181,16 +186,17 @@ def to_training(run_dirs: list[Path], out: Path, complete_only: bool = False,
         if (split is None or _split(e) == split) and (not complete_only or e.status == "complete"):
             by_split[_split(e)].append(e)
     (out / "data").mkdir(parents=True)
-    counts = {}
+    counts, files = {}, {}
     for part, eps in by_split.items():
         rows = [row for e in eps for row in step_rows(e, names[id(e)])]
         for e in eps:
             shutil.copytree(e.folder, out / "images" / names[id(e)], ignore=shutil.ignore_patterns("*.json*"))
-        with open(out / "data" / f"{part}.jsonl", "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(row) + "\n" for row in rows)
+        lines = [json.dumps(row) + "\n" for row in rows]
+        stem = f"data/{part}-{hashlib.sha256(''.join(lines).encode()).hexdigest()[:12]}"
+        (out / f"{stem}.jsonl").write_text("".join(lines), encoding="utf-8")
         # Bytes, not paths: the parquet file stands alone.
         table = [{**row, "image": {"bytes": (out / row["image"]).read_bytes(), "path": row["image"]}} for row in rows]
-        Dataset.from_list(table, features=_features()).to_parquet(str(out / "data" / f"{part}.parquet"))
-        counts[part] = len(rows)
-    (out / "README.md").write_text(card(by_split, counts))
+        Dataset.from_list(table, features=_features()).to_parquet(str(out / f"{stem}.parquet"))
+        counts[part], files[part] = len(rows), f"{stem}.parquet"
+    (out / "README.md").write_text(card(by_split, counts, files))
     return TrainingExport(out, counts, {s: len(e) for s, e in by_split.items()})

@@ -102,7 +102,8 @@ def test_training_export_round_trip_against_the_recordings(runs, tmp_path):
     loaded = datasets.load_dataset(str(out))["unsplit"]
     assert loaded.column_names == list(COLUMNS)
     rows = {(r["episode"], r["t"]): r for r in loaded}
-    jsonl = [json.loads(line) for line in (out / "data" / "unsplit.jsonl").read_text().splitlines()]
+    [jsonl_file] = (out / "data").glob("unsplit-*.jsonl")
+    jsonl = [json.loads(line) for line in jsonl_file.read_text().splitlines()]
     assert len(jsonl) == len(rows)
     for name, e in episodes:
         for rec in e.steps:
@@ -121,3 +122,9 @@ def test_training_export_round_trip_against_the_recordings(runs, tmp_path):
             assert (out / f"images/{name}/{rec.before}").read_bytes() == \
                 (e.folder / rec.before).read_bytes()
     assert "## Programs" in (out / "README.md").read_text()
+    # Exported again under the same folder name, with other rows: `datasets` loads the new
+    # rows, not what it cached of the first export (it caches a folder by its name and file names).
+    again = tmp_path / "again" / "training"
+    to_training([runs / "agent"], again)
+    assert datasets.load_dataset(str(again))["unsplit"].num_rows == sum(
+        len(e.steps) for name, e in episodes if name.startswith("2-agent/"))
