@@ -98,7 +98,7 @@ class Study:
 
     @property
     def date_iso(self) -> str:
-        return f"{self.date[:4]}-{self.date[4:6]}-{self.date[6:]}"
+        return _iso(self.date)
 
     @property
     def date_dmy(self) -> str:
@@ -108,8 +108,7 @@ class Study:
     @property
     def date_spelled(self) -> str:
         """February 25, 2019."""
-        day = _parse_day(self.date)
-        return f"{day:%B} {day.day}, {day.year}"
+        return _spelled(self.date)
 
 
 @dataclass(frozen=True)
@@ -129,13 +128,12 @@ class Person:
 
     @property
     def birth_date_iso(self) -> str:
-        return f"{self.birth_date[:4]}-{self.birth_date[4:6]}-{self.birth_date[6:]}"
+        return _iso(self.birth_date)
 
     @property
     def birth_date_spelled(self) -> str:
         """February 24, 1977."""
-        born = _parse_day(self.birth_date)
-        return f"{born:%B} {born.day}, {born.year}"
+        return _spelled(self.birth_date)
 
     @property
     def birth_date_long(self) -> str:
@@ -200,6 +198,17 @@ class CohortSpec(Spec):
 
 def _parse_day(text: str) -> date:
     return date(int(text[:4]), int(text[4:6]), int(text[6:]))
+
+
+def _iso(text: str) -> str:
+    """YYYYMMDD as YYYY-MM-DD."""
+    return f"{_parse_day(text):%Y-%m-%d}"
+
+
+def _spelled(text: str) -> str:
+    """YYYYMMDD as 'February 24, 1977'."""
+    day = _parse_day(text)
+    return f"{day:%B} {day.day}, {day.year}"
 
 
 def _day(first: date, offset: int) -> str:

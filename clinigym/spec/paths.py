@@ -70,28 +70,29 @@ def program_files(search: tuple[Path, ...] | None = None) -> dict[str, Path]:
     return out
 
 
-def scenario_files(search: tuple[Path, ...] | None = None) -> list[Path]:
-    """Every scenario file, `scenarios/<app>/<id>.yaml`, in search-path then name order."""
+def _keyed_files(pattern: str, what: str, search: tuple[Path, ...] | None) -> list[Path]:
+    """The files matching `pattern` under each `scenarios/` of the search path, keyed by
+    program/stem (the program is the folder under `scenarios/`): one key found twice is an
+    error that names both files."""
     seen: dict[str, Path] = {}
     for folder in search or folders():
-        for path in sorted((folder / "scenarios").glob("*/*.yaml")):
-            key = f"{path.parent.name}/{path.stem}"
+        root = folder / "scenarios"
+        for path in sorted(root.glob(pattern)):
+            key = f"{path.relative_to(root).parts[0]}/{path.stem}"
             if key in seen:
-                raise SpecError(path, "", f"scenario {key!r} is also defined in {seen[key]}")
+                raise SpecError(path, "", f"{what} {key!r} is also defined in {seen[key]}")
             seen[key] = path
     return list(seen.values())
+
+
+def scenario_files(search: tuple[Path, ...] | None = None) -> list[Path]:
+    """Every scenario file, `scenarios/<app>/<id>.yaml`, in search-path then name order."""
+    return _keyed_files("*/*.yaml", "scenario", search)
 
 
 def family_files(search: tuple[Path, ...] | None = None) -> list[Path]:
     """Every family file, `scenarios/<app>/families/<name>.yaml` (`clinigym.spec.task_families`)."""
-    seen: dict[str, Path] = {}
-    for folder in search or folders():
-        for path in sorted((folder / "scenarios").glob("*/families/*.yaml")):
-            key = f"{path.parent.parent.name}/{path.stem}"
-            if key in seen:
-                raise SpecError(path, "", f"family {key!r} is also defined in {seen[key]}")
-            seen[key] = path
-    return list(seen.values())
+    return _keyed_files("*/families/*.yaml", "family", search)
 
 
 def scenario_roots() -> list[Path]:
