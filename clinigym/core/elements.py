@@ -92,12 +92,14 @@ class Element:
 class Selector:
     """Names an element: `role` exactly; `name` exactly after normalisation, as a glob when
     it holds ``*``, ``?`` or ``[`` (`fnmatch`, case-sensitive), or `regex` (searched); `within`
-    an ancestor (any level up); `index` the n-th match (0-based) in the program's order."""
+    an ancestor (any level up); `index` the n-th match (0-based) in the program's order;
+    `states` that the element holds (``selected``, ``checked``)."""
     role: str | None = None
     name: str | None = None
     regex: str | None = None
     within: Selector | None = None
     index: int | None = None
+    states: tuple[str, ...] = ()
     _pattern: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -115,12 +117,13 @@ class Selector:
 
     @classmethod
     def from_data(cls, data: dict[str, Any], where: str = "selector") -> Selector:
-        """From a scenario's mapping: ``{role, name: str | {regex: str}, within: {...}, index}``."""
+        """From a scenario's mapping: ``{role, name: str | {regex: str}, within: {...}, index, states}``."""
         if not isinstance(data, dict):
-            raise ValueError(f"{where}: a mapping with role, name, within, index; got {data!r}")
-        unknown = set(data) - {"role", "name", "within", "index"}
+            raise ValueError(f"{where}: a mapping with role, name, within, index, states; got {data!r}")
+        unknown = set(data) - {"role", "name", "within", "index", "states"}
         if unknown:
-            raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: role, name, within, index")
+            raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+                             "known: role, name, within, index, states")
         name, regex = data.get("name"), None
         if isinstance(name, dict):
             if set(name) != {"regex"} or not isinstance(name["regex"], str):
@@ -132,8 +135,11 @@ class Selector:
         index = data.get("index")
         if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
             raise ValueError(f"{where}.index: an integer; got {index!r}")
+        states = data.get("states", [])
+        if not isinstance(states, list) or not all(isinstance(x, str) for x in states):
+            raise ValueError(f"{where}.states: a list of state names; got {states!r}")
         try:
-            return cls(role=data.get("role"), name=name, regex=regex, index=index,
+            return cls(role=data.get("role"), name=name, regex=regex, index=index, states=tuple(states),
                        within=None if within is None else cls.from_data(within, f"{where}.within"))
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
@@ -142,13 +148,17 @@ class Selector:
         """As a scenario writes it: ``role 'menu item' name 'File' within (role 'menu bar')``."""
         parts = [f"{k} {v!r}" for k, v in (("role", self.role), ("name", self.name), ("regex", self.regex),
                                            ("index", self.index)) if v is not None]
+        if self.states:
+            parts.append(f"states {', '.join(self.states)}")
         if self.within is not None:
             parts.append(f"within ({self.within})")
         return " ".join(parts)
 
     def matches(self, element: Element) -> bool:
-        """Role and name only (`within` and `index` need the tree: `Tree.find`)."""
+        """Role, name and states (`within` and `index` need the tree: `Tree.find`)."""
         if self.role is not None and element.role != self.role:
+            return False
+        if not element.states.issuperset(self.states):
             return False
         if self._pattern is not None:
             return self._pattern.search(element.name) is not None

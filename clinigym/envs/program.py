@@ -67,9 +67,6 @@ class ProgramEnv(ScreenEnv):
         self.instance: Instance | None = None   # the family's instance of this episode: the oracle's, never the agent's
         # A family's instances share their program, steps and checks' kinds: instance 0 sizes the spaces.
         self.scenario = task.scenario if isinstance(task, Family) else task
-        if self.family and self.family.spec.cohort and load_app(self.scenario.app).instance is None:
-            raise SpecError(self.family.path, "cohort", f"{self.scenario.app}'s program file has no `instance:` "
-                            "block: it cannot load a family's generated studies")
         self.app = load_app(self.scenario.app)
         self.obs = observations.obs_mode(obs_mode)
         self._owns_backend = not isinstance(backend, Backend)

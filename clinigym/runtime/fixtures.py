@@ -371,9 +371,9 @@ def _dataset(spec: StudySpec, index: int) -> FileDataset:
     return ds
 
 
-def write_study(spec: StudySpec, folder: Path) -> list[Path]:
-    """Write one study as `folder/<key>/IMG0001.dcm...`; returns the files."""
-    out = folder / spec.key
+def write_study(spec: StudySpec, folder: Path, name: str | None = None) -> list[Path]:
+    """Write one study as `folder/<name>/IMG0001.dcm...` (name: the study's key); returns the files."""
+    out = folder / (name or spec.key)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for i in range(spec.slices):
@@ -394,3 +394,10 @@ def cohort_studies(cohort: Cohort) -> tuple[StudySpec, ...]:
 
 def write_studies(folder: Path, studies: tuple[StudySpec, ...] = DEFAULT_STUDIES) -> list[Path]:
     return [p for spec in studies for p in write_study(spec, folder)]
+
+
+def write_instance(folder: Path, studies: tuple[StudySpec, ...]) -> list[Path]:
+    """A family instance's studies as `folder/<NN>-<key>/`, NN their place in the cohort's
+    (shuffled) order: a program given `${INSTANCE}/*/*.dcm` opens them in that order, so the
+    task's study is not always first."""
+    return [p for i, spec in enumerate(studies) for p in write_study(spec, folder, f"{i + 1:02d}-{spec.key}")]

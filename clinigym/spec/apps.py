@@ -34,7 +34,8 @@ PORTS_PER_BLOCK = SLOTS * PORTS_PER_SLOT
 # (one that is taken makes the claimer skip the slot): blocks 0-18.
 PORT_BASE = 20000
 PORT_BLOCKS = (32768 - PORT_BASE) // PORTS_PER_BLOCK
-BASE_VARS = ("STATE", "HOME", "FIXTURES", "MODALITIES", "DISPLAY", "APP_DIR", "SCREEN_WIDTH", "SCREEN_HEIGHT")
+BASE_VARS = ("STATE", "HOME", "FIXTURES", "MODALITIES", "INSTANCE", "DISPLAY", "APP_DIR", "SCREEN_WIDTH",
+             "SCREEN_HEIGHT")
 _VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
 
 
@@ -97,8 +98,9 @@ class PrepareStep(Spec):
 
 
 class InstanceLoad(Spec):
-    """How a family instance's generated studies (`clinigym.spec.cohort`) reach the program at
-    every reset: written as DICOM files and POSTed, once a process is ready."""
+    """How a family instance's generated studies (`clinigym.spec.cohort`) reach a server program
+    at every reset: POSTed once a process is ready. (Every program finds them as files in
+    ${INSTANCE}, written before its processes start: a program that opens files needs none.)"""
     after: str = Field(description="the process that must be ready first")
     upload_dicom: str = Field(description="URL every generated file is POSTed to")
 
@@ -271,7 +273,8 @@ class AppSpec(Spec):
         "made outside the state folder (the instance's database) is removed here"))
     start: list[StartInput] = Field([], description="input at every start, before the first screen")
     instance: InstanceLoad | None = Field(None, description=(
-        "how a task family's generated studies are loaded at each reset (clinigym.spec.task_families)"))
+        "how a task family's generated studies are loaded into a server at each reset "
+        "(clinigym.spec.task_families); they are in ${INSTANCE} as files in any case"))
     database: str | None = Field(None, description=(
         "PostgreSQL connection URI of the program's database, read by `sql` conditions (loopback only)"))
     backends: list[Literal["local", "docker"]] = Field(["local", "docker"], min_length=1,

@@ -168,6 +168,9 @@ class CohortSpec(Spec):
     """A family's `cohort:`: how many people and studies an instance has (inclusive ranges)."""
     others: tuple[int, int] = Field((2, 5), description="patients besides the task's patient and look-alikes")
     lookalikes: tuple[int, int] = Field((1, 2), description="look-alikes of the task's patient")
+    lookalike_kinds: list[str] = Field(list(LOOKALIKE_KINDS), min_length=1, description=(
+        "how look-alikes resemble the patient; leave out other-birth-date where the program shows no "
+        "birth date beside the name, or the task's patient cannot be told apart"))
     studies: tuple[int, int] = Field((1, 3), description="studies per patient")
     slices: tuple[int, int] = Field((3, 8), description="images per study")
     modalities: list[str] = Field(["CT", "MR"], min_length=1)
@@ -180,8 +183,12 @@ class CohortSpec(Spec):
                 raise ValueError(f"{name}: [low, high] with 0 <= low <= high, not [{low}, {high}]")
         if self.studies[0] < 1 or self.slices[0] < 1:
             raise ValueError("every patient has at least one study of at least one image")
-        if self.lookalikes[1] > len(LOOKALIKE_KINDS) * 2:
-            raise ValueError(f"lookalikes: at most {len(LOOKALIKE_KINDS) * 2}")
+        unknown_kinds = sorted(set(self.lookalike_kinds) - set(LOOKALIKE_KINDS))
+        if unknown_kinds:
+            raise ValueError(f"lookalike_kinds: unknown {', '.join(unknown_kinds)}; "
+                             f"known: {', '.join(LOOKALIKE_KINDS)}")
+        if self.lookalikes[1] > len(self.lookalike_kinds) * 2:
+            raise ValueError(f"lookalikes: at most {len(self.lookalike_kinds) * 2} (twice the lookalike_kinds)")
         unknown = sorted(set(self.modalities) - set(STUDIES))
         if unknown:
             raise ValueError(f"modalities: unknown {', '.join(unknown)}; known: {', '.join(STUDIES)}")
@@ -282,7 +289,7 @@ def generate(spec: CohortSpec, key: str, seed: int, split: str | None = None) ->
     b = _Builder(spec, d)
     patient = b.random_person("patient", d.pick("patient/family", split_part(FAMILY_NAMES, split)), split)
     families = [f for f in d.shuffled("families", FAMILY_NAMES) if f != patient.family]
-    kinds = d.shuffled("lookalike-kinds", LOOKALIKE_KINDS * 2)
+    kinds = d.shuffled("lookalike-kinds", tuple(spec.lookalike_kinds) * 2)
     lookalikes = tuple(b.lookalike(f"lookalike{i}", kinds[i], patient)
                        for i in range(d.between("lookalikes", *spec.lookalikes)))
     taken = {patient.family} | {p.family for p in lookalikes}

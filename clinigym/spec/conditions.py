@@ -234,6 +234,10 @@ def _changed(value: Target, cond: Any, ctx: CheckContext) -> bool:
     return box is not None and region_changed(ctx.before, ctx.after, box, ctx.min_changed)
 
 
+def _shown(value: Target, cond: Any, ctx: CheckContext) -> bool:
+    return ctx.probe.resolve(value) is not None
+
+
 def _http(check: HttpCheck, cond: Any, ctx: CheckContext) -> bool:
     resp = ctx.probe.http_get(check.url)
     if resp.status_code != check.status:
@@ -276,6 +280,9 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("dom_visible", str, "CSS selector with a visible match", _dom(True), with_text=True),
     Kind("dom_hidden", str, "CSS selector with no visible match", _dom(False), with_text=True),
     Kind("changed", Target, "this region differs from before the action", _changed, needs_frames=True),
+    Kind("shown", Target, "an element of the program's accessibility tree is showing, named by role, name "
+                          "and its `states` (a selected tab: {element: {role: page tab, name: ..., "
+                          "states: [selected]}})", _shown),
     Kind("http", HttpCheck, "a loopback URL answers as described", _http),
     Kind("file_exists", str, "glob, relative to the program's state folder",
          lambda v, c, ctx: bool(ctx.probe.state_glob(v))),
@@ -302,6 +309,8 @@ class _Condition(Spec):
             raise ValueError(f"give exactly one of {', '.join(KINDS)}")
         if self.text is not None and not KINDS[given[0]].with_text:
             raise ValueError("text goes with " + " or ".join(k for k, v in KINDS.items() if v.with_text))
+        if given[0] == "shown" and self.value.named is None:
+            raise ValueError("shown names an element of the program's tree: {element: {role, name, states}}")
         return self
 
     @property

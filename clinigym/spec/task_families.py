@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from clinigym.spec import paths
-from clinigym.spec.apps import app_names
+from clinigym.spec.apps import app_names, load_app
 from clinigym.spec.cohort import Cohort, CohortSpec, Draw, generate, split_part
 from clinigym.spec.files import Spec, SpecError, parse, read_yaml
 from clinigym.spec.scenarios import Scenario, load_scenario
@@ -160,6 +160,9 @@ class Family:
         if data.pop("id", self.name) != self.name:
             raise SpecError(self.path, "id", f"must equal the file name {self.name!r} (or be left out)")
         self.template = data
+        if self.spec.cohort and load_app(self.app).instance is None and "${INSTANCE}" not in self.path.read_text():
+            raise SpecError(self.path, "cohort", f"{self.app} loads no generated studies by itself (its program "
+                            "file has no `instance:`): open them from ${INSTANCE}, e.g. in `args`")
         # Instance 0: what every instance shares (program, steps, kinds of checks); a template
         # that cannot render is the file's error, found at load.
         self.scenario = self.instance(0).scenario

@@ -1,6 +1,6 @@
-"""Task families on the real programs (Orthanc and Chromium): instances drawn from seeds the
-test picks at random on every run, their generated patients and studies loaded into the real
-Orthanc at each reset. The seeds of a failure are in its message."""
+"""Task families on the real programs: instances drawn from seeds the test picks at random on
+every run, their generated patients and studies loaded into the real Orthanc, or opened from
+files by the viewer, at each reset. The seeds of a failure are in its message."""
 from __future__ import annotations
 
 import secrets

@@ -60,13 +60,17 @@ def test_one_action_registry_everywhere():
 
 def test_condition_kinds_are_one_table():
     assert set(conditions.KINDS) == {"window", "no_window", "dom_visible", "dom_hidden", "changed", "http",
-                                     "file_exists", "no_file", "file_contains", "exited", "screen", "sql"}
+                                     "file_exists", "no_file", "file_contains", "exited", "screen", "sql", "shown"}
     fields = set(conditions.Condition.model_fields)
     assert fields == set(conditions.KINDS) | {"text"}
     cond = conditions.Condition(dom_visible="#x", text="OK")
     assert (cond.kind, cond.value, cond.describe()) == ("dom_visible", "#x", "dom_visible: #x (text 'OK')")
     with pytest.raises(ValueError, match="text goes with dom_visible or dom_hidden"):
         conditions.Condition(window="x", text="y")
+    with pytest.raises(ValueError, match="shown names an element of the program's tree"):
+        conditions.Condition(shown={"box": [0, 0, 10, 10]})
+    tab = conditions.Condition(shown={"element": {"role": "page tab", "name": "A", "states": ["selected"]}})
+    assert str(tab.value.named) == "role 'page tab' name 'A' states selected"
 
 
 def test_a_screen_comparison_is_not_a_final_check(tmp_path):

@@ -61,6 +61,10 @@ def test_find_by_role_name_glob_regex_within_and_index():
     deep = Selector(role="menu item", within=Selector(role="menu bar", within=Selector(role="application")))
     assert [e.name for e in tree.find(deep)] == ["File", "Help"]
     assert tree.find(Selector(role="menu item", within=Selector(role="menu bar", within=Selector(role="dialog")))) == []
+    # `states`: the element holds every one of them
+    assert [e.value for e in tree.find(Selector(role="text", states=("focused",)))] == ["a.dcm"]
+    assert [e.value for e in tree.find(Selector(role="text", states=("editable", "focused")))] == ["a.dcm"]
+    assert tree.find(Selector(role="text", states=("focused", "checked"))) == []
 
 
 def test_selector_from_scenario_data_and_its_errors():
@@ -68,7 +72,8 @@ def test_selector_from_scenario_data_and_its_errors():
                             "within": {"role": "dialog", "name": "Open"}, "index": 2})
     assert (s.role, s.name, s.regex, s.index) == ("table cell", None, "^PHANTOM", 2)
     assert s.within == Selector(role="dialog", name="Open")
-    with pytest.raises(ValueError, match=r"target\.within: unknown key\(s\) nam; known: role, name, within, index"):
+    assert Selector.from_data({"role": "page tab", "states": ["selected"]}).states == ("selected",)
+    with pytest.raises(ValueError, match=r"target\.within: unknown key\(s\) nam; known: role, name, within, index, "):
         Selector.from_data({"role": "text", "within": {"nam": "x"}}, "target")
     with pytest.raises(ValueError, match=r"selector\.name: a string or \{regex: PATTERN\}"):
         Selector.from_data({"name": {"glob": "x"}})

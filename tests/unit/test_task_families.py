@@ -71,6 +71,13 @@ def test_look_alikes_resemble_the_patient_and_identifiers_are_unique(seed):
     assert all(x.family not in {p.family} | {y.family for y in c.lookalikes} for x in c.others)
     assert all("19350101" <= x.birth_date <= "20041213" for x in c.people)
     assert all(x.studies == tuple(sorted(x.studies, key=lambda s: s.date)) for x in c.people)
+    # Without other-birth-date look-alikes, the patient's name is theirs alone (a program that
+    # shows names only can tell them apart), and each patient's study descriptions differ.
+    named = generate(CohortSpec(others=(2, 5), lookalikes=(4, 4), studies=(1, 3),
+                                lookalike_kinds=["same-family-name", "one-letter"]), "app/family", seed)
+    assert {x.lookalike for x in named.lookalikes} <= {"same-family-name", "one-letter"}
+    assert [x.name for x in named.people].count(named.patient.name) == 1
+    assert all(len({s.description for s in x.studies}) == len(x.studies) for x in named.people)
 
 
 def test_cohort_spec_errors_name_the_problem():
@@ -80,6 +87,10 @@ def test_cohort_spec_errors_name_the_problem():
         CohortSpec(modalities=["PT"])
     with pytest.raises(ValueError, match="at least one study"):
         CohortSpec(studies=(0, 1))
+    with pytest.raises(ValueError, match="lookalike_kinds: unknown twin; known: same-family-name, "):
+        CohortSpec(lookalike_kinds=["twin"])
+    with pytest.raises(ValueError, match=r"lookalikes: at most 2 \(twice the lookalike_kinds\)"):
+        CohortSpec(lookalikes=(1, 3), lookalike_kinds=["one-letter"])
     assert CohortSpec().distinct_patients() == len(FAMILY_NAMES) * 32 * BIRTH_DAYS == 26_163_200
     assert sum(len(g) for g in GIVEN_NAMES.values()) == 32
 
@@ -165,10 +176,10 @@ def test_a_family_file_error_names_the_file_the_field_and_the_problem(tmp_path, 
 
 @pytest.mark.parametrize("family", all_families(), ids=lambda f: f.key)
 def test_fifty_seeds_give_fifty_instances(family):
-    """Instances differ in what the task names (its goal), on 50 seeds drawn by the test."""
+    """Instances differ in what they draw (the cohort: people, IDs, birth dates, studies; the
+    parameters' values), on 50 seeds drawn by the test."""
     drawn = {secrets.randbelow(2**31) for _ in range(50)}
-    goals = {family.instance(seed).scenario.goal for seed in drawn}
-    assert len(goals) == len(drawn)
+    assert len({repr(family.values(seed)) for seed in drawn}) == len(drawn)
     assert family.count() >= 1000
 
 

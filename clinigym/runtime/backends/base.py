@@ -31,7 +31,7 @@ from clinigym.runtime.backends.settling import Settling
 from clinigym.runtime.backends.sql import SqlReader
 from clinigym.runtime.browser import DevTools, RequestLog, chromium_command
 from clinigym.runtime.display import DisplaySession, Frame, Geometry
-from clinigym.runtime.fixtures import MODALITY_STUDIES, StudySpec, write_studies
+from clinigym.runtime.fixtures import MODALITY_STUDIES, StudySpec, write_instance, write_studies
 from clinigym.runtime.rescan import Rescan
 from clinigym.runtime.slots import claim, mark_owner
 from clinigym.runtime.waiting import wait_for
@@ -103,7 +103,7 @@ class Backend(Settling):
         g = self.geometry
         v = {"STATE": str(self.state), "HOME": str(self.state / "home"),
              "FIXTURES": str(self.workdir / "fixtures"), "MODALITIES": str(self.workdir / "modalities"),
-             "APP_DIR": str(self.app.folder),
+             "INSTANCE": str(self.workdir / "instance"), "APP_DIR": str(self.app.folder),
              "DISPLAY": self.display.name if self.display else "",
              "SCREEN_WIDTH": str(g.width), "SCREEN_HEIGHT": str(g.height)}
         v.update({f"PORT_{k.upper()}": str(p) for k, p in self.ports.items()})
@@ -190,8 +190,10 @@ class Backend(Settling):
     def _restore_and_launch(self, args: list[str], instance: tuple[StudySpec, ...] = ()) -> None:
         """The restore commands, and every process in order, each ready before the next (a
         `concurrent` one once all have started); the restore runs while the processes before
-        `restore_before` start. `args` go to the main (last) process; a family's `instance`
-        studies are loaded once the process `instance.after` names is ready."""
+        `restore_before` start. `args` go to the main (last) process; a family's `instance` studies
+        are written to ${INSTANCE} first, and uploaded once the process `instance.after` is ready."""
+        shutil.rmtree(self.workdir / "instance", ignore_errors=True)
+        write_instance(self.workdir / "instance", instance)
         processes = self.app.processes
         before = self.app.restore_before or processes[0].name
         with ThreadPoolExecutor(1) as pool:   # leaving the block waits for the restore
@@ -200,9 +202,7 @@ class Backend(Settling):
                 if proc.name == before:
                     restoring.result()
                 self._launch(proc, args if proc is processes[-1] else (), wait=not proc.concurrent)
-                if instance and proc.name == self.app.instance.after:
-                    shutil.rmtree(self.workdir / "instance", ignore_errors=True)
-                    write_studies(self.workdir / "instance", instance)
+                if instance and self.app.instance and proc.name == self.app.instance.after:
                     self._upload(self.render(self.app.instance.upload_dicom), "instance")
         for proc in processes:
             if proc.concurrent:
