@@ -8,6 +8,7 @@ format, geometry, pixels and its own header attributes.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -399,5 +400,15 @@ def write_studies(folder: Path, studies: tuple[StudySpec, ...] = DEFAULT_STUDIES
 def write_instance(folder: Path, studies: tuple[StudySpec, ...]) -> list[Path]:
     """A family instance's studies as `folder/<NN>-<key>/`, NN their place in the cohort's
     (shuffled) order: a program given `${INSTANCE}/*/*.dcm` opens them in that order, so the
-    task's study is not always first."""
+    task's study is not always first. Their people, in the same order, go to
+    `folder/people.json` (family, given, id, birth_date as YYYY-MM-DD, sex), for a program
+    that records patients rather than images (GNU Health)."""
+    if not studies:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    people = {s.patient_id: s for s in studies}.values()
+    (folder / "people.json").write_text(json.dumps([
+        {"family": s.patient_name.split("^")[0], "given": s.patient_name.split("^")[1], "id": s.patient_id,
+         "birth_date": f"{s.birth_date[:4]}-{s.birth_date[4:6]}-{s.birth_date[6:]}", "sex": s.sex}
+        for s in people], indent=1))
     return [p for i, spec in enumerate(studies) for p in write_study(spec, folder, f"{i + 1:02d}-{spec.key}")]

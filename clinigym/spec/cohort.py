@@ -136,6 +136,11 @@ class Person:
         return _spelled(self.birth_date)
 
     @property
+    def birth_date_mdy(self) -> str:
+        """02/24/1977: as GNU Health's client shows it."""
+        return f"{_parse_day(self.birth_date):%m/%d/%Y}"
+
+    @property
     def birth_date_long(self) -> str:
         """Thursday, February 24, 1977: as Orthanc Explorer shows it."""
         return f"{_parse_day(self.birth_date):%A}, {self.birth_date_spelled}"

@@ -127,10 +127,11 @@ def _lookup(values: dict[str, Any], dotted: str) -> Any:
 
 
 def render(data: Any, values: dict[str, Any], where: str = "") -> Any:
-    """`data` (parsed YAML) with every `{{ name }}` of its strings replaced by the value's
-    text (a field that takes a number reads it from the text, as from the YAML)."""
+    """`data` (parsed YAML) with every `{{ name }}` of its strings (keys too) replaced by the
+    value's text (a field that takes a number reads it from the text, as from the YAML)."""
     if isinstance(data, dict):
-        return {k: render(v, values, f"{where}.{k}" if where else str(k)) for k, v in data.items()}
+        return {render(k, values, where): render(v, values, f"{where}.{k}" if where else str(k))
+                for k, v in data.items()}
     if isinstance(data, list):
         return [render(v, values, f"{where}[{i}]") for i, v in enumerate(data)]
     if not isinstance(data, str) or "{{" not in data:
@@ -160,12 +161,20 @@ class Family:
         if data.pop("id", self.name) != self.name:
             raise SpecError(self.path, "id", f"must equal the file name {self.name!r} (or be left out)")
         self.template = data
-        if self.spec.cohort and load_app(self.app).instance is None and "${INSTANCE}" not in self.path.read_text():
+        if self.spec.cohort and not self._reads_instance():
             raise SpecError(self.path, "cohort", f"{self.app} loads no generated studies by itself (its program "
-                            "file has no `instance:`): open them from ${INSTANCE}, e.g. in `args`")
+                            "file has no `instance:` and names no ${INSTANCE}): open them from ${INSTANCE}, "
+                            "e.g. in `args`")
         # Instance 0: what every instance shares (program, steps, kinds of checks); a template
         # that cannot render is the file's error, found at load.
         self.scenario = self.instance(0).scenario
+
+    def _reads_instance(self) -> bool:
+        """The program loads the generated studies (`instance:`), or its file or the family's
+        reads them from ${INSTANCE}."""
+        app = load_app(self.app)
+        return (app.instance is not None or "${INSTANCE}" in (app.folder / "app.yaml").read_text()
+                or "${INSTANCE}" in self.path.read_text())
 
     @property
     def key(self) -> str:

@@ -7,6 +7,8 @@ ${VENV}/bin/python, which has trytond and proteus).
                                   NAME made afresh from it (every reset); ORTHANC, the URL
                                   of the instance's Orthanc, becomes its PACS's
     database.py drop CLOCK NAME   NAME and its spare removed (the instance closes)
+    database.py people NAME FILE  a task family's generated people (FILE, JSON) added to NAME
+                                  as patients, after its copy
 
 CLOCK is the moment the program's clock stands at (clock/sitecustomize.py): the build runs
 at it too, so that dates the build writes (a condition's diagnosis date) are the same on
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -269,6 +272,40 @@ def write_fixtures(database: str, conf: Path, data: dict) -> None:
         Disease(patient=patient, pathology=pathology, is_allergy=c["allergy"]).save()
 
 
+def add_people(name: str, file: Path) -> None:
+    """Each person of a family instance (clinigym.runtime.fixtures.write_instance) as a patient:
+    the rows of the first fixture patient's party and patient record, copied with the person's
+    name, PUID (`ref`), birth date and sex, so that every other column holds what GNU Health
+    itself writes. In SQL: trytond's API would take seconds per reset."""
+    import psycopg2
+    people = json.loads(file.read_text())
+    with closing(psycopg2.connect(host=HOST, port=PORT, user=ROLE, password=PASSWORD, dbname=name)) as db, db:
+        cur = db.cursor()
+        first = yaml.safe_load((HERE / "fixtures.yaml").read_text())["patients"][0]["ref"]
+        cur.execute("SELECT id FROM party_party WHERE ref = %s", (first,))
+        (model,) = cur.fetchone()
+        for person in people:
+            cur.execute("SELECT nextval('party_party_id_seq')")
+            (party,) = cur.fetchone()
+            _copy_row(cur, "party_party", "id", model, {
+                "id": party, "name": person["given"], "lastname": person["family"], "ref": person["id"],
+                "code": f"{person['id']}-{person['given']}", "federation_account": f"XXX{person['id']}",
+                "dob": datetime.date.fromisoformat(person["birth_date"]), "gender": person["sex"].lower()})
+            cur.execute("SELECT id FROM gnuhealth_patient WHERE party = %s", (model,))
+            _copy_row(cur, "gnuhealth_patient", "id", cur.fetchone()[0], {"party": party}, new_id=True)
+
+
+def _copy_row(cur, table: str, key: str, value: int, changes: dict, new_id: bool = False) -> None:
+    cur.execute(f"SELECT * FROM {table} WHERE {key} = %s", (value,))
+    row = dict(zip([c.name for c in cur.description], cur.fetchone()))
+    row.update(changes)
+    if new_id:
+        del row["id"]   # from the table's sequence
+    cols = list(row)
+    cur.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})",
+                [row[c] for c in cols])
+
+
 def main(argv: list[str]) -> None:
     command, args = (argv[0], argv[1:]) if argv else ("", [])
     if command == "role" and not args:
@@ -286,6 +323,8 @@ def main(argv: list[str]) -> None:
         make_spare(*args)
     elif command == "drop" and len(args) == 2:
         drop(*args)
+    elif command == "people" and len(args) == 2:
+        add_people(args[0], Path(args[1]))
     elif command == "fixtures" and len(args) == 2:   # the build's own step (database, trytond.conf)
         write_fixtures(args[0], Path(args[1]), yaml.safe_load((HERE / "fixtures.yaml").read_text()))
     else:

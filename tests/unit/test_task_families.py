@@ -101,6 +101,7 @@ def test_render_replaces_templates_and_names_the_field():
     out = render(data, values)
     assert out["goal"] == f"Give 5 mg to {values['patient'].name}"
     assert out["steps"][0]["text"] == values["patient"].studies[0].accession
+    assert render({"values": {"crit_{{dose}}": "t"}}, values) == {"values": {"crit_5": "t"}}   # keys too
     with pytest.raises(ValueError, match=r"^steps\[0\]\.text: \{\{ nurse \}\}: no value 'nurse'"):
         render({"steps": [{"text": "{{nurse}}"}]}, values)
     with pytest.raises(ValueError, match="'age' is not a field of patient"):
