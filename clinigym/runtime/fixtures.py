@@ -45,6 +45,7 @@ class StudySpec:
     slices: int = 8     # images in the series (one file each)
     size: int = 128     # rows, and columns unless `columns` is given
     columns: int = 0
+    lesion: tuple[float, float] = (0.0, 0.0)   # CT, MR: the lesion moved by (rows, columns), -1..1 = the image
 
 
 # The default set used by every built-in scenario (${FIXTURES}): three patients, one study each.
@@ -99,18 +100,19 @@ def _smooth(img: np.ndarray, n: int) -> np.ndarray:
     return img
 
 
-def phantom(size: int, index: int, slices: int, modality: str) -> np.ndarray:
-    """A Shepp-Logan-like slice: nested ellipses whose size varies along z."""
+def phantom(size: int, index: int, slices: int, modality: str,
+            lesion: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
+    """A Shepp-Logan-like slice: nested ellipses whose size varies along z, the lesion moved by `lesion`."""
     yy, xx = _grid(size, size)
     z = (index + 0.5) / slices * 2 - 1
     shrink = np.sqrt(max(0.05, 1 - z * z))
     # CT values are stored with intercept -1024: soft tissue 40 HU, lungs -724 HU, bone 300 HU.
-    body, inner, lesion = (1064, 300, 1324) if modality == "CT" else (400, 200, 900)
+    body, inner, value = (1064, 300, 1324) if modality == "CT" else (400, 200, 900)
     img = np.zeros((size, size), dtype=np.float64)
     img[_ellipse(yy, xx, 0, 0, 0.9 * shrink, 0.75 * shrink)] = body
     img[_ellipse(yy, xx, 0, -0.25, 0.4 * shrink, 0.18)] = inner
     img[_ellipse(yy, xx, 0, 0.25, 0.4 * shrink, 0.18)] = inner
-    img[_ellipse(yy, xx, -0.3 + 0.2 * z, 0.1, 0.08, 0.08)] = lesion
+    img[_ellipse(yy, xx, -0.3 + 0.2 * z + lesion[0], 0.1 + lesion[1], 0.08, 0.08)] = value
     return img.astype(np.uint16)
 
 
@@ -307,8 +309,8 @@ class Modality:
 
 
 MODALITIES: dict[str, Modality] = {
-    "CT": Modality(CTImageStorage, lambda s, i: phantom(s.size, i, s.slices, "CT"), _ct),
-    "MR": Modality(MRImageStorage, lambda s, i: phantom(s.size, i, s.slices, "MR"), _mr),
+    "CT": Modality(CTImageStorage, lambda s, i: phantom(s.size, i, s.slices, "CT", s.lesion), _ct),
+    "MR": Modality(MRImageStorage, lambda s, i: phantom(s.size, i, s.slices, "MR", s.lesion), _mr),
     "PT": Modality(PositronEmissionTomographyImageStorage, lambda s, i: pet_phantom(s.size, i, s.slices),
                    _pt, bits_stored=16, slice_mm=30.0, fov_mm=500.0),
     "DX": Modality(DigitalXRayImageStorageForPresentation,
@@ -389,7 +391,7 @@ def cohort_studies(cohort: Cohort) -> tuple[StudySpec, ...]:
     and accession numbers, unique within the cohort."""
     return tuple(StudySpec(f"cohort-{s.key}-{s.accession}", s.modality, p.name, p.id, p.birth_date, p.sex,
                            s.description, s.series_description, s.body_part, s.date, s.accession,
-                           slices=s.slices)
+                           slices=s.slices, lesion=s.lesion)
                  for p in cohort.people for s in p.studies)
 
 

@@ -95,6 +95,7 @@ class Study:
     date: str            # YYYYMMDD
     accession: str
     slices: int
+    lesion: tuple[float, float] = (0.0, 0.0)   # where its lesion is moved to (rows, columns; -1..1 the image)
 
     @property
     def date_iso(self) -> str:
@@ -260,7 +261,9 @@ class _Builder:
                                      lambda lb: f"A{d.between(lb, 1000000, 9999999)}")
             out.append(Study(f"s{self.studies}", modality, description, series, part,
                              _day(STUDY_FIRST, d.index(f"{label}/date{i}", STUDY_DAYS)), accession,
-                             d.between(f"{label}/slices{i}", *spec.slices)))
+                             d.between(f"{label}/slices{i}", *spec.slices),
+                             (d.between(f"{label}/lesion-y{i}", -25, 25) / 100,
+                              d.between(f"{label}/lesion-x{i}", -30, 30) / 100)))
         return tuple(sorted(out, key=lambda s: s.date))
 
     def person(self, label: str, family: str, sex: str, given: str, birth: str, lookalike: str = "") -> Person:

@@ -10,11 +10,13 @@ adds the mapping entries, which depend on where the fixtures are, to the
 pre-seeded preferences. Standard library only (it runs on the container's python3).
 
 Usage: python3 associate.py PREFERENCES_XML PATH=CODE [PATH=CODE ...]
+(no PATH=CODE: nothing to add; a family's ${INSTANCE} may be empty)
 """
 import sys
 from xml.sax.saxutils import quoteattr
 
 MARK = "<!-- image associations -->"
+MAPPING = '<folder key="Mapping" >'
 
 
 def encode(path):
@@ -30,10 +32,13 @@ def main():
         entries.append("<entry key=%s value=%s />" % (quoteattr("Element[%s]" % encode(path)), quoteattr(code)))
     with open(prefs) as f:
         text = f.read()
-    if MARK not in text:
+    if MAPPING in text:   # a second call (a task family's studies, at each reset) adds to the first's
+        text = text.replace(MAPPING, MAPPING + "".join(entries), 1)
+    elif MARK in text:
+        text = text.replace(MARK, '<folder key="ImageAssociation" >%s%s</folder></folder>'
+                            % (MAPPING, "".join(entries)))
+    else:
         sys.exit("associate.py: %s has no %r line" % (prefs, MARK))
-    text = text.replace(MARK, '<folder key="ImageAssociation" ><folder key="Mapping" >%s</folder></folder>'
-                        % "".join(entries))
     with open(prefs, "w") as f:
         f.write(text)
 
