@@ -107,6 +107,11 @@ class Study:
         return f"{_parse_day(self.date):%d-%b-%Y}"
 
     @property
+    def date_mdy(self) -> str:
+        """02/25/2019: as Ginkgo CADx shows it."""
+        return f"{_parse_day(self.date):%m/%d/%Y}"
+
+    @property
     def date_spelled(self) -> str:
         """February 25, 2019."""
         return _spelled(self.date)
