@@ -39,6 +39,9 @@ STUDIES = {
            ("MR SPINE", "T2 Sagittal", "SPINE"), ("MR SHOULDER", "T1 Coronal", "SHOULDER")),
 }
 BIRTH_FIRST, BIRTH_DAYS = date(1935, 1, 1), 70 * 365     # birth dates 1935-01-01 .. 2004-12-13
+# The day the clocks of GNU Health and Ginkgo CADx stand at (their program files): the ages
+# they show are counted to it.
+CLOCK_DAY = date(2024, 3, 20)
 STUDY_FIRST, STUDY_DAYS = date(2018, 1, 1), 7 * 365      # study dates 2018-01-01 .. 2024-12-30
 LOOKALIKE_KINDS = ("same-family-name", "other-birth-date", "one-letter")
 # Train, validation and test instances name patients from disjoint parts of the pools (and
@@ -96,6 +99,7 @@ class Study:
     accession: str
     slices: int
     lesion: tuple[float, float] = (0.0, 0.0)   # where its lesion is moved to (rows, columns; -1..1 the image)
+    age: int = 0         # the patient's age in whole years on the study's date (Ginkgo CADx's "Age")
 
     @property
     def date_iso(self) -> str:
@@ -140,6 +144,11 @@ class Person:
     def birth_date_spelled(self) -> str:
         """February 24, 1977."""
         return _spelled(self.birth_date)
+
+    @property
+    def age(self) -> int:
+        """Whole years on `CLOCK_DAY`, as GNU Health and Ginkgo CADx count them."""
+        return _years(self.birth_date, CLOCK_DAY)
 
     @property
     def birth_date_mdy(self) -> str:
@@ -218,6 +227,12 @@ def _parse_day(text: str) -> date:
     return date(int(text[:4]), int(text[4:6]), int(text[6:]))
 
 
+def _years(birth: str, on: date) -> int:
+    """Whole years from YYYYMMDD to `on`."""
+    born = _parse_day(birth)
+    return on.year - born.year - ((on.month, on.day) < (born.month, born.day))
+
+
 def _iso(text: str) -> str:
     """YYYYMMDD as YYYY-MM-DD."""
     return f"{_parse_day(text):%Y-%m-%d}"
@@ -255,7 +270,7 @@ class _Builder:
                 return value
         raise RuntimeError(f"no unique value for {label}")   # 10^7 values, a few dozen people
 
-    def studies_of(self, label: str) -> tuple[Study, ...]:
+    def studies_of(self, label: str, birth: str) -> tuple[Study, ...]:
         d, spec = self.draw, self.spec
         out = []
         kinds = d.shuffled(label + "/kinds", [(m, s) for m in spec.modalities for s in STUDIES[m]])
@@ -264,16 +279,17 @@ class _Builder:
             self.studies += 1
             accession = self._unique(f"{label}/acc{i}", self.accessions,
                                      lambda lb: f"A{d.between(lb, 1000000, 9999999)}")
-            out.append(Study(f"s{self.studies}", modality, description, series, part,
-                             _day(STUDY_FIRST, d.index(f"{label}/date{i}", STUDY_DAYS)), accession,
+            day = _day(STUDY_FIRST, d.index(f"{label}/date{i}", STUDY_DAYS))
+            out.append(Study(f"s{self.studies}", modality, description, series, part, day, accession,
                              d.between(f"{label}/slices{i}", *spec.slices),
                              (d.between(f"{label}/lesion-y{i}", -25, 25) / 100,
-                              d.between(f"{label}/lesion-x{i}", -30, 30) / 100)))
+                              d.between(f"{label}/lesion-x{i}", -30, 30) / 100),
+                             _years(birth, _parse_day(day))))
         return tuple(sorted(out, key=lambda s: s.date))
 
     def person(self, label: str, family: str, sex: str, given: str, birth: str, lookalike: str = "") -> Person:
         pid = self._unique(label + "/id", self.ids, lambda lb: f"P{self.draw.between(lb, 1000000, 9999999)}")
-        return Person(family, given, pid, birth, sex, self.studies_of(label), lookalike)
+        return Person(family, given, pid, birth, sex, self.studies_of(label, birth), lookalike)
 
     def random_person(self, label: str, family: str, split: str | None = None) -> Person:
         d = self.draw
