@@ -245,3 +245,17 @@ def test_a_family_draws_its_parameters_from_the_split(tmp_path):
         assert one.values["dose"] in (80, 160) and one.split == "test"
         assert one.cohort.patient.family in split_part(FAMILY_NAMES, "test")
         assert family.instance(seed, "train").values["dose"] in split_part(doses, "train")
+
+
+@pytest.mark.parametrize("family", [f for f in all_families() if f.scenario.answer], ids=lambda f: f.key)
+def test_no_instruction_gives_away_the_answer(family):
+    """An information family's goal and step instructions (all the plan mode shows) never hold
+    its answer, on seeds drawn by the test."""
+    for seed in {secrets.randbelow(2**31) for _ in range(10)}:
+        scenario = family.instance(seed).scenario
+        answer = scenario.answer
+        texts = [scenario.goal, *(s.instruction for s in scenario.steps)]
+        answers = [answer.text, *answer.accept] if answer.text is not None else [f"{answer.number:g}"]
+        for text in texts:
+            assert not any(a in text.split() or (answer.text is not None and a in text) for a in answers), \
+                (seed, text, answers)
