@@ -88,8 +88,11 @@ images: deps engine
 
 # The demo: a cross-section of the library (the first scenarios of every program by id), in the
 # steps mode (MedSPOT) and the goal mode (MedCUA) for the oracle and the random agent, the OCR agent
-# in the steps and plan modes; then every run's table, the runs side by side, and an HTML report.
+# in the steps and plan modes; then every run's table, the runs side by side, and an HTML report;
+# then one task family at three seeds (three generated instances) under the oracle and the random agent.
 DEMO_PER_PROGRAM ?= 3
+# Then one task family, whose every episode is another generated instance (three seeds).
+DEMO_FAMILY ?= orthanc/delete-study-lookalikes
 DEMO_RUN = $(BIN)/clinigym run --scenario '*' --per-program $(DEMO_PER_PROGRAM) --overwrite
 DEMO_RUNS = runs/demo-oracle runs/demo-random runs/demo-ocr runs/demo-oracle-goal runs/demo-random-goal runs/demo-ocr-plan
 demo: deps images
@@ -102,6 +105,10 @@ demo: deps images
 	@for run in $(DEMO_RUNS); do echo; echo "== $$run =="; $(BIN)/clinigym score $$run; done
 	@echo; echo "== side by side =="; $(BIN)/clinigym compare $(DEMO_RUNS)
 	$(BIN)/clinigym report $(DEMO_RUNS) --out runs/demo-report
+	@echo; echo "== one task family, three instances =="
+	@for seed in 0 1 2; do $(BIN)/clinigym tasks '$(DEMO_FAMILY)' --seed $$seed | sed -n 2p; done
+	$(BIN)/clinigym run --family '$(DEMO_FAMILY)' --episodes 3 --mode goal --agent oracle --overwrite --out runs/demo-family
+	$(BIN)/clinigym run --family '$(DEMO_FAMILY)' --episodes 3 --mode goal --agent random --seed 1 --overwrite --out runs/demo-family-random
 
 # The tests that compare with MedSPOT read its annotation files: MEDSPOT=DIR (or CLINIGYM_MEDSPOT).
 test: deps images

@@ -2,6 +2,7 @@
 observed by a real X client window, the VNC live view."""
 import socket
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,7 +69,7 @@ def window(session):
     w = Window(session.name)
     # The window manager maps it: seconds when the machine is busy (a CI run on 2 cores).
     if not poll(lambda: w.drain() is not None and session.has_window("^probe$"), 30):
-        pytest.fail(f"the probe window was not listed in 30 s: {listing(session)}")
+        pytest.fail(f"the probe window was not listed in 30 s: {listing(session)}; {seen_by_probe(w)}")
     # A click gives the window the keyboard focus, as for a person. The window manager may
     # still be placing it when it is listed, so click again until one arrives; the round trip
     # after each click queues all of its events, so none arrives after the clear below.
@@ -91,8 +92,29 @@ def listing(session):
         titles = f"{type(exc).__name__}: {exc}"
     wm = session._workdir / "wm.log"
     return (f"titles {titles!r}; server {'answers' if session.answers() else 'does not answer'}; "
-            f"processes {[p.poll() for p in session._procs]} (None: running); "
+            f"processes {[p.poll() for p in session._procs]} (None: running) {process_states(session)}; "
             f"wm.log {wm.read_text(errors='replace')[-300:] if wm.exists() else 'gone'!r}")
+
+
+def seen_by_probe(w):
+    """The probe's own view (another connection than the session's): whether the window
+    manager redirected its map, and the client list on that connection."""
+    clients = w.d.screen().root.get_full_property(w.d.intern_atom("_NET_CLIENT_LIST"), X.AnyPropertyType)
+    states = {X.IsUnmapped: "unmapped", X.IsUnviewable: "unviewable", X.IsViewable: "viewable"}
+    return (f"probe {states.get(w.win.get_attributes().map_state)}, "
+            f"client list {list(clients.value) if clients else None} on the probe's connection")
+
+
+def process_states(session):
+    """Each display process's state and where it waits in the kernel (a stuck window manager)."""
+    found = []
+    for p in session._procs:
+        try:
+            stat = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            found.append(f"{p.pid} {stat} {Path(f'/proc/{p.pid}/wchan').read_text()}")
+        except OSError:
+            found.append(f"{p.pid} gone")
+    return found
 
 
 def presses(events, kind):

@@ -45,6 +45,8 @@ def wait_for(condition, timeout: float, what: str):
 def statuses(out: Path) -> dict[str, str | None]:
     found = {}
     for f in sorted((out / "episodes").glob("0*")):
+        if not (f / "episode.json").exists():    # the folder is made before its header is written
+            continue
         outcome = json.loads((f / "episode.json").read_text()).get("outcome")
         found[f.name[:4]] = outcome and outcome["status"]
     return found
