@@ -91,7 +91,7 @@ images: deps engine
 # in the steps and plan modes; then every run's table, the runs side by side, and an HTML report;
 # then one task family at three seeds (three generated instances) under the oracle and the random agent.
 DEMO_PER_PROGRAM ?= 3
-# Then one task family, whose every episode is another generated instance (three seeds).
+# The demo's task family: any family key of `clinigym tasks`.
 DEMO_FAMILY ?= orthanc/delete-study-lookalikes
 DEMO_RUN = $(BIN)/clinigym run --scenario '*' --per-program $(DEMO_PER_PROGRAM) --overwrite
 DEMO_RUNS = runs/demo-oracle runs/demo-random runs/demo-ocr runs/demo-oracle-goal runs/demo-random-goal runs/demo-ocr-plan
