@@ -8,7 +8,7 @@ from pathlib import Path
 
 from clinigym.cli.conventions import Ignored, add_deprecated, examples, program, warn_ignored
 
-COLLECT_IGNORED = (Ignored(("--program", "--scenario", "--task", "--id", "--out", "--dataset", "--parquet",
+COLLECT_IGNORED = (Ignored(("--program", "--scenario", "--task", "--goal", "--id", "--out", "--dataset", "--parquet",
                             "--backend", "--no-ocr"), lambda a: "with --review" if a.review else None),)
 COLLECT_DATASET = "datasets/collected"
 
@@ -44,7 +44,7 @@ def cmd_collect(args) -> int:
     try:
         session = CollectSession(args.program, args.scenario, args.task or "", scenario_dir=args.out,
                                  dataset=args.dataset or COLLECT_DATASET, parquet=args.parquet, scenario_id=args.id,
-                                 use_ocr=not args.no_ocr, backend=args.backend)
+                                 use_ocr=not args.no_ocr, backend=args.backend, goal=args.goal or "")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -82,15 +82,21 @@ def register(sub) -> None:
                     "the live screen and forwards mouse and keyboard. Each action is recorded with its "
                     "pre-action screenshot and a proposed target box to accept or adjust, with an "
                     "instruction. End writes scenarios/<program>/<id>.yaml (or into --out), replays it with the "
-                    "oracle and appends it to a MedSPOT-format dataset and its parquet export. "
+                    "oracle and appends it to a MedSPOT-format dataset and its parquet export. With a goal "
+                    "sentence (--goal or on the page), the records the demonstration changed become the "
+                    "task's final-state checks and safety declaration, verified on the live program, so "
+                    "that it runs in the plan and goal modes too. "
                     "--review EPISODE_DIR opens a recorded episode instead, to fix wrong ground truth.",
-        epilog=examples("clinigym collect --program orthanc --task 'Open the study of patient DOE^JANE'",
+        epilog=examples("clinigym collect --program orthanc --task 'Delete a study' "
+                        "--goal 'Delete the CT study of PHANTOM^ALICE'",
                         "clinigym collect --program dicomscope --scenario dicomscope/medspot-01-flip --out mine",
                         "clinigym collect --review runs/oracle/episodes/0001-orthanc-open-patient-study"))
     p.add_argument("--program", type=program, help="the program (see `clinigym programs`)")
     add_deprecated(p, "--app", "--program", "program", type=program)
     p.add_argument("--scenario", help="start from this scenario's start state (its args and set-up steps)")
     p.add_argument("--task", help="the task overview (editable on the page)")
+    p.add_argument("--goal", help="the goal sentence, as a clinician would delegate the task (editable on the "
+                                  "page; default: the --scenario's)")
     p.add_argument("--id", help="the scenario id (file name); default: from the overview")
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--out", metavar="DIR", help="folder for the scenario file (default: scenarios/<program>/ of the "

@@ -359,7 +359,8 @@ $('undo').onclick = async () => {
 };
 $('end').onclick = async () => {
   const r = await busyCall('writing the scenario and replaying it with the oracle…', 'api/end',
-                           {overview: $('overview').value, scenario_id: $('scenario-id').value || null});
+                           {overview: $('overview').value, goal: $('goal').value,
+                            scenario_id: $('scenario-id').value || null});
   if (!r) return;
   const shown = Object.assign({}, r);
   delete shown.scenario_yaml;
@@ -367,7 +368,10 @@ $('end').onclick = async () => {
   res.dataset.status = r.status;
   res.textContent = JSON.stringify(shown, null, 2) + '\n\n' + r.scenario_yaml;
   const ok = r.status === 'complete' && r.tca === 1;
-  status(`replay ${r.status}, TCA ${r.tca === null ? '-' : (100 * r.tca).toFixed(1) + '%'}: ${r.scenario}`, ok ? '' : 'error');
+  const derived = !r.derived ? '' : r.derived.written ? `; ${r.derived.check.length} checks derived`
+    : `; no checks derived: ${r.derived.problems.join('; ')}`;
+  status(`replay ${r.status}, TCA ${r.tca === null ? '-' : (100 * r.tca).toFixed(1) + '%'}${derived}: ${r.scenario}`,
+         ok ? '' : 'error');
 };
 $('new-task').onclick = async () => {
   $('result').textContent = '';
@@ -461,6 +465,7 @@ async function refresh() {
       $('title').textContent = `clinigym collect — ${st.title}`;
       $('overview').value = st.overview || '';
       $('scenario-id').value = st.scenario_id || '';
+      $('goal').value = st.goal || '';
       nextFrame();
     } else {
       $('title').textContent = 'clinigym review';

@@ -15,7 +15,7 @@ API (JSON in and out):
     POST /api/check    {step, box, instruction}        quality flags, nothing saved
     POST /api/accept   {step, box, instruction, end_box?, force?}   save a step
     POST /api/undo     {}                              drop the last step (reset + replay)
-    POST /api/end      {overview?, scenario_id?}       scenario, oracle replay, dataset
+    POST /api/end      {overview?, scenario_id?, goal?} scenario, oracle replay, derived checks, dataset
     POST /api/new      {overview?}                     a new task from the start state
     POST /api/correct  {t, box, wrong, note}           review mode: fix a step's box
 """
@@ -198,10 +198,10 @@ def _undo(h: Handler, _: dict) -> None:
 
 def _end(h: Handler, body: dict) -> None:
     app = h.server.app
-    overview, sid = body.get("overview"), body.get("scenario_id")
-    if overview is not None and not isinstance(overview, str) or sid is not None and not isinstance(sid, str):
-        raise ActionError("overview and scenario_id are strings")
-    result = app.session.end(overview, sid)
+    given = {k: body.get(k) for k in ("overview", "scenario_id", "goal")}
+    if any(v is not None and not isinstance(v, str) for v in given.values()):
+        raise ActionError("overview, scenario_id and goal are strings")
+    result = app.session.end(**given)
     if app.on_result:
         app.on_result(result)
     h._json(200, result)

@@ -22,9 +22,11 @@ from clinigym.collect.actions import parse_action
 from clinigym.collect.errors import ActionError, Conflict
 from clinigym.collect.probe import CollectedStep, Probe
 from clinigym.collect.stream import LiveView
+from clinigym.core.audit import Snapshot
 from clinigym.core.screen import Frame, changed_pixels
 from clinigym.runtime.slots import owned_folder
 from clinigym.spec.apps import AppSpec, load_app
+from clinigym.spec.record_sources import snapshot
 
 __all__ = ["ActionError", "CollectSession", "CollectedStep", "Conflict", "parse_action"]
 
@@ -35,7 +37,7 @@ class CollectSession:
 
     def __init__(self, app: str | AppSpec, start: Any = None, overview: str = "", backend: Any = None,
                  scenario_dir: Path | None = None, dataset: Path | None = None, parquet: Path | None = None,
-                 scenario_id: str | None = None, use_ocr: bool = True):
+                 scenario_id: str | None = None, use_ocr: bool = True, goal: str = ""):
         from clinigym.spec.paths import default_scenario_dir
         from clinigym.spec.scenarios import select
         self.app = app if isinstance(app, AppSpec) else load_app(app)
@@ -48,6 +50,7 @@ class CollectSession:
             raise ValueError(f"scenario {start.key} is for {start.app}, not {self.app.name}")
         self.start = start
         self.overview = overview or (start.overview if start else "")
+        self.goal = goal or (start.goal or "" if start else "")
         self.scenario_id = scenario_id
         self.scenario_dir = Path(scenario_dir) if scenario_dir else default_scenario_dir(self.app.name)
         self.dataset = Path(dataset) if dataset else Path("datasets") / "collected"
@@ -72,6 +75,10 @@ class CollectSession:
         self._ocr_pool = ThreadPoolExecutor(1, thread_name_prefix="collect-ocr")
         self._last: Frame | None = None
         self.view: LiveView | None = None
+        # The program's records at the start and after the oracle's replay: what the
+        # demonstration changed becomes the task's checks (`clinigym.collect.complete`).
+        self.records_before: Snapshot | None = None
+        self.replayed: Snapshot | None = None
 
     # -- geometry and helpers -----------------------------------------------------------
     @property
@@ -113,11 +120,11 @@ class CollectSession:
     # -- lifecycle ------------------------------------------------------------------------
     def open(self) -> Frame:
         with self.lock:
-            frame = self._reset_start()
+            frame = self.reset_start()
             self.view = LiveView(self.display.name, self.width, self.height)
             return frame
 
-    def _reset_start(self) -> Frame:
+    def reset_start(self) -> Frame:
         """The pristine program, or the start scenario's args and set-up steps."""
         self.busy = "resetting the program"
         try:
@@ -127,9 +134,14 @@ class CollectSession:
             else:
                 frame = self.backend.reset([])
             self._last = frame
+            self.records_before = self.read_records()
             return frame
         finally:
             self.busy = None
+
+    def read_records(self) -> Snapshot | None:
+        """The program's records now (None for a program that declares none)."""
+        return snapshot(self.app.records, self.backend) if self.app.records else None
 
     def close(self) -> None:
         self._ocr_pool.shutdown(wait=False, cancel_futures=True)
@@ -148,7 +160,7 @@ class CollectSession:
 
     def state(self) -> dict:
         return {"mode": "collect", "app": self.app.name, "title": self.app.title,
-                "start": self.start.key if self.start else None, "overview": self.overview,
+                "start": self.start.key if self.start else None, "overview": self.overview, "goal": self.goal,
                 "scenario_id": self.scenario_id, "screen": [self.width, self.height],
                 "busy": self.busy, "error": self.error, "ended": self.ended, "steps": [s.to_json() for s in self.steps],
                 "pending": self.pending.index if self.pending else None,
@@ -261,7 +273,7 @@ class CollectSession:
 
     def _restore(self) -> None:
         """Reset to the start state and replay the kept steps' actions."""
-        self._reset_start()
+        self.reset_start()
         self.busy = f"replaying {len(self.steps)} kept steps"
         try:
             frame = self._last
@@ -279,11 +291,12 @@ class CollectSession:
             if overview is not None:
                 self.overview = overview
             self.scenario_id = None
-            self._reset_start()
+            self.reset_start()
             return {"steps": 0}
 
-    def end(self, overview: str | None = None, scenario_id: str | None = None) -> dict:
-        """Write the scenario, replay it with the oracle, append it to the dataset."""
+    def end(self, overview: str | None = None, scenario_id: str | None = None, goal: str | None = None) -> dict:
+        """Write the scenario, replay it with the oracle, derive its checks and safety
+        declaration from the records it changed, append it to the dataset."""
         from clinigym.collect import writer
         with self.lock:
             if self.ended:
@@ -292,6 +305,8 @@ class CollectSession:
                 self.overview = overview
             if scenario_id:
                 self.scenario_id = scenario_id
+            if goal is not None:
+                self.goal = goal
             self.busy = "writing the scenario and replaying it with the oracle"
             try:
                 result = writer.finish(self)

@@ -121,6 +121,8 @@ def scenario_data(session: CollectSession) -> dict:
     steps = session.steps
     targets = [target_of(s) for s in steps]
     data: dict = {"app": session.app.name, "overview": session.overview.strip()}
+    if session.goal.strip():
+        data["goal"] = session.goal.strip()
     start = session.start
     if start is not None:
         if start.args:
@@ -161,11 +163,11 @@ _Flow.add_representer(dict, _represent_dict)
 _Flow.add_representer(list, _represent_list)
 
 
-def dump_scenario(data: dict, session: CollectSession) -> str:
+def dump_scenario(data: dict, session: CollectSession, tail: str = "") -> str:
     head = (f"# Collected with `clinigym collect --program {session.app.name}"
             + (f" --scenario {session.start.key}" if session.start else "")
             + f"` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n")
-    return head + yaml.dump(data, Dumper=_Flow, sort_keys=False, allow_unicode=True, width=110)
+    return head + yaml.dump(data, Dumper=_Flow, sort_keys=False, allow_unicode=True, width=110) + tail
 
 
 def _check_steps(session: CollectSession) -> None:
@@ -238,9 +240,10 @@ def replay(session: CollectSession, path: Path) -> tuple[dict, Path]:
     episodes.mkdir(parents=True, exist_ok=True)
     before = set(episodes.iterdir())
     env = StepsEnv(load_scenario(path), backend=session.backend, record_dir=episodes, agent_name="oracle")
-    error = None
+    error, session.replayed = None, None
     try:
         run_episode(env, agent_for(env, "oracle"), 0)
+        session.replayed = session.read_records()
     except Exception as exc:  # noqa: BLE001 - reported on the page, the program stays up
         error = f"{exc.__class__.__name__}: {exc}"
     finally:
@@ -282,10 +285,35 @@ def export(dataset: Path, parquet: Path) -> dict:
             "scenario_map": str(dataset / "scenario-map.yaml"), "episodes": keys}
 
 
+def _complete(session: CollectSession, path: Path, demonstrated) -> dict:
+    """The scenario file completed with its derived checks and declaration, when verified
+    (`clinigym.collect.complete`), and the values a family could draw as closing comments."""
+    from clinigym.collect.complete import complete
+    from clinigym.spec.files import SpecError
+    from clinigym.spec.scenarios import load_scenario
+    derived, completed = complete(session, scenario_data(session), demonstrated)
+    derived["written"] = False
+    if completed is not None:
+        old = path.read_text()
+        tail = "".join(f"# a family could draw: {p['value']!r} ({p['kind']}; in {', '.join(p['where'])})\n"
+                       for p in derived["parameters"])
+        path.write_text(dump_scenario(completed, session, tail))
+        try:
+            load_scenario(path)
+            derived["written"] = True
+        except SpecError as exc:
+            path.write_text(old)
+            derived["problems"].append(f"the completed scenario would not load: {exc}")
+    return derived
+
+
 def finish(session: CollectSession) -> dict:
+    demonstrated = session.read_records()   # before the replay resets the program
     path = write_scenario(session)
     demo = save_demonstration(session, path)
     result, folder = replay(session, path)
+    if result["status"] == "complete" and demonstrated is not None:
+        result["derived"] = _complete(session, path, demonstrated)
     result.update(scenario=str(path), demonstration=str(demo),
                   flags={s.index: s.flags for s in session.steps if s.flags},
                   scenario_yaml=path.read_text())

@@ -110,14 +110,14 @@ def _norm_name(s: str) -> str:
     return " ".join(s.replace("^", " ").split()).casefold()
 
 
-def _is_patient(name: str, pattern: str) -> bool:
+def same_patient(name: str, pattern: str) -> bool:
     """Patient names compare without case, spacing or the DICOM component separator; a
     pattern may be a glob (an anonymized copy: `Anonymized*`)."""
     return fnmatch.fnmatchcase(_norm_name(name), _norm_name(pattern))
 
 
 def _foreign(item: Item, patients: tuple[str, ...]) -> bool:
-    return bool(patients) and item.patient is not None and not any(_is_patient(item.patient, p) for p in patients)
+    return bool(patients) and item.patient is not None and not any(same_patient(item.patient, p) for p in patients)
 
 
 def audit_records(before: Snapshot, after: Snapshot, allowed: dict[str, Allowance],

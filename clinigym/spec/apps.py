@@ -69,6 +69,11 @@ class Process(Spec):
     env: dict[str, str] = {}
     cwd: str = "${STATE}"
     ready: Ready = Ready()
+    default_args: list[str] = Field([], description="the main (last) process's arguments when a scenario gives "
+                                                  "none")
+    args_match: str | None = Field(None, description="a regex that each argument a scenario gives the main "
+                                                     "process must match, as written (a client's server URL "
+                                                     "that must stay on loopback)")
     concurrent: bool = Field(False, description=(
         "the next process starts without waiting for this one to be ready, which is waited for once "
         "every process has started (a server that no later process talks to while starting)"))
@@ -308,6 +313,9 @@ class AppSpec(Spec):
                 raise ValueError(f"prepare[{i}].start names no process: {step.start!r}")
         if self.instance is not None and self.instance.after not in names:
             raise ValueError(f"instance.after names no process: {self.instance.after!r}")
+        for p in self.processes[:-1]:
+            if p.default_args or p.args_match:
+                raise ValueError(f"process {p.name!r}: default_args and args_match go with the main (last) process")
         if self.restore_before is not None and self.restore_before not in names:
             raise ValueError(f"restore_before names no process: {self.restore_before!r}")
         if self.ports and self.port_block is None:

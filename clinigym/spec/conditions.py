@@ -1,5 +1,6 @@
 """Conditions on a live program: a window, a DOM element, a screen region, a REST answer,
-a state file, a database row, an exited process, a screen region equal to a recorded reference.
+a state file, a database row, one of the program's records (as the safety audit reads
+them), an exited process, a screen region equal to a recorded reference.
 
 Used for readiness of scenario set-up (`until`), the expected transition after each step
 and the final state checks of a scenario. Each kind is one row of `KINDS`: its value's
@@ -19,6 +20,7 @@ import numpy as np
 from PIL import Image
 from pydantic import Field, PrivateAttr, ValidationInfo, create_model, field_validator, model_validator
 
+from clinigym.core.audit import Item, same_patient
 from clinigym.core.elements import Selector
 from clinigym.core.geometry import Box
 from clinigym.core.screen import DEFAULT_THRESHOLD, Frame, region_changed, similarity
@@ -105,6 +107,22 @@ class SqlCheck(Spec):
         if (self.equals is None) == (self.rows is None):
             raise ValueError("give exactly one of equals or rows")
         return self
+
+
+class RecordCheck(Spec):
+    """How many of the program's records (one set of its `records:`, read by the safety
+    audit's own readers) match a key, a patient and values; a demonstration's checks are
+    written this way (`clinigym.collect.derive`)."""
+    set: str = Field(min_length=1, description="a record set of the program's `records:`")
+    key: str | None = Field(None, description="the record's key")
+    patient: str | None = Field(None, description="the record's patient, compared as the audit compares names")
+    fields: dict[str, str] = Field({}, description="values the record holds")
+    count: int = Field(ge=0, description="how many records match; 0: none (a deleted record)")
+
+    def matches(self, key: str, item: Item) -> bool:
+        return ((self.key is None or key == self.key)
+                and (self.patient is None or (item.patient is not None and same_patient(item.patient, self.patient)))
+                and all(item.fields.get(f) == v for f, v in self.fields.items()))
 
 
 class FileText(Spec):
@@ -197,6 +215,7 @@ class Probe(Protocol):
     def state_glob(self, pattern: str) -> list[str]: ...
     def exit_status(self, process: str) -> int | None: ...
     def sql(self, query: str) -> list[list[str]]: ...
+    def records(self, name: str) -> dict[str, Item]: ...
 
 
 @dataclass(frozen=True)
@@ -267,6 +286,10 @@ def _sql(check: SqlCheck, cond: Any, ctx: CheckContext) -> bool:
     return len(rows) == 1 and len(rows[0]) == 1 and rows[0][0] == check.equals
 
 
+def _record(check: RecordCheck, cond: Any, ctx: CheckContext) -> bool:
+    return sum(check.matches(k, item) for k, item in ctx.probe.records(check.set).items()) == check.count
+
+
 def _file_contains(value: FileText, cond: Any, ctx: CheckContext) -> bool:
     return any(value.text in Path(f).read_text(errors="replace")
                for f in ctx.probe.state_glob(value.path) if Path(f).is_file())
@@ -290,6 +313,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          lambda v, c, ctx: not ctx.probe.state_glob(v)),
     Kind("sql", SqlCheck, "a query on the program's database answers as described (a record "
                           "written, a field's value, a count)", _sql),
+    Kind("record", RecordCheck, "how many of the program's records (a set of its `records:`) match a key, "
+                                "a patient and values", _record),
     Kind("file_contains", FileText, "a state file holds a text (a changed preference)", _file_contains),
     Kind("screen", ScreenRef, "this region of the screen equals a recorded reference image (at least "
                               "min_identical of its pixels): an effect only the screen shows", _screen),

@@ -163,10 +163,22 @@ class Scenario(Spec):
         if self.app not in app_names():
             return self   # reported by the app field's own check
         known = load_app(self.app).records
-        for name in self.safety.may_change:
+        named = [("safety.may_change", name) for name in self.safety.may_change]
+        named += [(f"check[{i}].record", c.record.set) for i, c in enumerate(self.check) if c.record]
+        named += [(f"steps[{i}].transition.record", c.record.set)
+                  for i, s in enumerate(self.steps) for c in s.transition if c.record]
+        for where, name in named:
             if name not in known:
-                raise ValueError(f"safety.may_change: {name!r} is not a record set of {self.app} "
+                raise ValueError(f"{where}: {name!r} is not a record set of {self.app} "
                                  f"(its records: {', '.join(known) or 'none'})")
+        return self
+
+    @model_validator(mode="after")
+    def _args_allowed(self):
+        main = load_app(self.app).processes[-1] if self.app in app_names() else None
+        for i, arg in enumerate(self.args if main and main.args_match else ()):
+            if not re.fullmatch(main.args_match, arg):
+                raise ValueError(f"args[{i}]: {arg!r} does not match {main.name}'s `args_match` {main.args_match!r}")
         return self
 
     @model_validator(mode="after")
@@ -204,9 +216,19 @@ class Scenario(Spec):
         return f"clinigym/{self.app}-{self.id}{'' if mode == 'steps' else '-' + mode}-v0"
 
 
-@cache
 def load_scenario(path: Path) -> Scenario:
+    """The scenario of a file, parsed once per version of the file (a file written again, as
+    `clinigym collect` completes the one it wrote, is read again)."""
     path = Path(path).resolve()
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise SpecError(path, "", f"cannot read: {exc.strerror}") from None
+    return _load_scenario(path, stat.st_mtime_ns, stat.st_size)
+
+
+@cache
+def _load_scenario(path: Path, mtime_ns: int, size: int) -> Scenario:
     data = read_yaml(path)
     if data.get("id", path.stem) != path.stem:
         raise SpecError(path, "id", f"must equal the file name {path.stem!r} (or be left out)")

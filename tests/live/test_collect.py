@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import requests
 import yaml
+from collectpage import TIMEOUT, H, Page, W, api, browser_fixture  # noqa: F401 - the `browser` fixture
 
 from clinigym.cli.main import build_parser
 from clinigym.collect import agreement, proposals, quality
@@ -28,17 +28,10 @@ from clinigym.collect.boxes import iou
 from clinigym.collect.review import ReviewSession
 from clinigym.collect.server import CollectServer
 from clinigym.collect.session import ActionError, CollectSession, parse_action
-from clinigym.runtime.browser import chromium_binary
 from clinigym.spec.medspot import GroundTruth, MedspotStep, MedspotTask, read_file, write_dataset
 from clinigym.spec.scenarios import select
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
 SCREENSHOT_ENV = "CLINIGYM_COLLECT_SCREENSHOT"
-W, H = 1920, 1080
-TIMEOUT = 90_000   # ms: an action, an undo (reset + replay) or the end (oracle replay, export)
-
-
 # -- agreement (hand-made annotation pairs, exact numbers) -------------------------------------
 def _annotation(path: Path, boxes: list[list[list[float] | None]], overview: str = "task") -> Path:
     tasks = []
@@ -199,106 +192,10 @@ def test_ocr_box_under_or_near_the_point():
     assert proposals.ocr_box(boxes, (200, 200)) is None
 
 
-# -- live: the page in Chromium ---------------------------------------------------------------
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-    if not Path(chromium_binary()).exists():
-        pytest.skip("Debian's chromium is not installed")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_binary(), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
     """One dataset that both live tasks are appended to."""
     return tmp_path_factory.mktemp("collected") / "dataset"
-
-
-class Page:
-    """The collection page, driven like a person would: through the mouse and the keyboard."""
-
-    def __init__(self, browser, server: CollectServer):
-        self.server = server
-        # bypass_csp: Playwright evaluates its predicates as strings, which the page's CSP forbids
-        self.page = browser.new_page(viewport={"width": 1600, "height": 900}, bypass_csp=True)
-        self.errors: list[str] = []
-        self.requests: list[str] = []
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.goto(server.url)
-        self.page.wait_for_function("window.collect.state !== null && (window.collect.mode === 'review' "
-                                    "|| window.collect.liveLoaded === true)", timeout=TIMEOUT)
-
-    def js(self, expr: str):
-        return self.page.evaluate(expr)
-
-    def at(self, x: float, y: float) -> tuple[float, float]:
-        r = self.page.locator("#stage").bounding_box()
-        return r["x"] + x * r["width"] / W, r["y"] + y * r["height"] / H
-
-    def act(self, x: int, y: int, double: bool = False) -> dict:
-        n = self.js("window.collect.state.steps.length")
-        # the page ignores the screen while a step is open or a call is in flight
-        assert self.js("canAct()"), self.js("document.getElementById('status').textContent")
-        px, py = self.at(x + 0.2, y + 0.2)
-        (self.page.mouse.dblclick if double else self.page.mouse.click)(px, py)
-        self.page.wait_for_function(f"window.collect.state.steps.length === {n + 1} && window.collect.editing "
-                                    f"&& window.collect.editing.index === {n} && !window.collect.inflight",
-                                    timeout=TIMEOUT)
-        return self.js(f"window.collect.state.steps[{n}]")
-
-    def box(self) -> list[float]:
-        return json.loads(self.page.get_attribute("#box", "data-box"))
-
-    def drag_handle(self, handle: str, dx: float, dy: float) -> None:
-        """Drag a corner/edge handle of the box by (dx, dy) screen pixels."""
-        r = self.page.locator(f'#box .handle[data-h="{handle}"]').bounding_box()
-        k = self.page.locator("#stage").bounding_box()["width"] / W
-        x, y = r["x"] + r["width"] / 2, r["y"] + r["height"] / 2
-        self.page.mouse.move(x, y)
-        self.page.mouse.down()
-        self.page.mouse.move(x + dx * k / 2, y + dy * k / 2, steps=3)
-        self.page.mouse.move(x + dx * k, y + dy * k, steps=3)
-        self.page.mouse.up()
-
-    def accept(self, instruction: str) -> None:
-        n = self.js("window.collect.editing.index")
-        self.page.fill("#instruction", instruction)
-        self.page.click("#accept")
-        self.page.wait_for_function(f"window.collect.state.steps[{n}].accepted && window.collect.editing === null",
-                                    timeout=TIMEOUT)
-
-    def accept_refused(self, instruction: str) -> list[str]:
-        """Accept with quality flags: nothing is saved, the flags are shown."""
-        self.page.fill("#instruction", instruction)
-        self.page.click("#accept")
-        self.page.wait_for_selector("#force:not(.hidden)", timeout=TIMEOUT)
-        return [li.get_attribute("data-flag") for li in self.page.query_selector_all("#flags li")]
-
-    def end(self, overview: str, scenario_id: str) -> dict:
-        self.page.fill("#overview", overview)
-        self.page.fill("#scenario-id", scenario_id)
-        self.page.click("#end")
-        self.page.wait_for_selector("#result[data-status]", timeout=TIMEOUT * 2)
-        return self.server.session.results[-1]
-
-    def close(self) -> None:
-        self.page.close()
-
-
-def _api(server: CollectServer, path: str, body=None, token: str | None = None) -> requests.Response:
-    http = requests.Session()
-    http.trust_env = False
-    url = f"http://127.0.0.1:{server.port}{path}"
-    params = {"token": server.token if token is None else token}
-    if body is None:
-        return http.get(url, params=params, timeout=30)
-    return http.post(url, params=params, data=body if isinstance(body, (str, bytes)) else json.dumps(body),
-                     timeout=30)
 
 
 def _validate(dataset: Path, task: str, backends) -> dict:
@@ -321,20 +218,20 @@ def test_collect_dicomscope_task_on_the_page(browser, backends, dataset, tmp_pat
     try:
         # Only loopback, only with the token; malformed input gets the reason.
         assert server.url.startswith("http://127.0.0.1:")
-        assert _api(server, "/api/state", token="wrong").status_code == 403
-        assert _api(server, "/", token="").status_code == 403
-        bad = _api(server, "/api/action", "{not json")
+        assert api(server, "/api/state", token="wrong").status_code == 403
+        assert api(server, "/", token="").status_code == 403
+        bad = api(server, "/api/action", "{not json")
         assert bad.status_code == 400 and "malformed JSON" in bad.json()["error"]
-        bad = _api(server, "/api/action", {"type": "click", "x": 5000, "y": 3})
+        bad = api(server, "/api/action", {"type": "click", "x": 5000, "y": 3})
         assert bad.status_code == 400 and "outside the 1920x1080 screen" in bad.json()["error"]
-        assert _api(server, "/api/undo", {}).status_code == 409            # nothing to undo yet
+        assert api(server, "/api/undo", {}).status_code == 409            # nothing to undo yet
 
         # A crafted bad step: a click on the toolbar's empty end. It is flagged, and undone.
         start = session.display.grab().rgb
         step = page.act(1000, 33)
         assert step["changed_pixels"] <= session.app.settle.min_changed
         assert page.accept_refused("Click on the empty toolbar.") == ["no_screen_change"]
-        assert _api(server, "/api/action", {"type": "click", "x": 10, "y": 10}).status_code == 409  # pending
+        assert api(server, "/api/action", {"type": "click", "x": 10, "y": 10}).status_code == 409  # pending
         page.page.click("#undo")
         page.page.wait_for_function("window.collect.state.steps.length === 0 && !window.collect.inflight",
                                     timeout=TIMEOUT)
@@ -355,7 +252,7 @@ def test_collect_dicomscope_task_on_the_page(browser, backends, dataset, tmp_pat
                       "box_too_large": ([0, 0, 1919, 1079], instruction),
                       "empty_instruction": (proposed, "")}
             for flag, (box, text) in checks.items():
-                got = _api(server, "/api/check", {"step": i, "box": box, "instruction": text}).json()["flags"]
+                got = api(server, "/api/check", {"step": i, "box": box, "instruction": text}).json()["flags"]
                 assert got == [flag], (flag, got)
             if i == 0:    # the page refuses an empty instruction, then saves the fixed one
                 assert page.accept_refused("") == ["empty_instruction"]
@@ -452,7 +349,7 @@ def test_collect_orthanc_task_on_the_page(browser, backends, dataset, tmp_path):
         rows = Dataset.from_parquet(str(dataset / "collected.parquet"))
         assert "orthanc" in set(rows["app"]) and len(rows) >= 3
         # after the end: a new task starts from the start state again
-        assert _api(server, "/api/action", {"type": "click", "x": 10, "y": 10}).status_code == 409
+        assert api(server, "/api/action", {"type": "click", "x": 10, "y": 10}).status_code == 409
         assert not page.errors, page.errors
     finally:
         page.close()
@@ -502,10 +399,10 @@ def test_review_an_agent_episode_and_fix_a_box(browser, backends, tmp_path):
         assert fixed != [round(v, 1) for v in recorded]
         # the other steps keep their recorded boxes; bad input is refused
         assert len(ann[0].steps) == sum(1 for s in steps if s["target_box"])
-        bad = _api(server, "/api/correct", {"t": 0, "box": [10, 10, 5, 5]})
+        bad = api(server, "/api/correct", {"t": 0, "box": [10, 10, 5, 5]})
         assert bad.status_code == 400 and "x1 < x2" in bad.json()["error"]
-        assert _api(server, "/api/correct", {"t": 99, "box": [1, 1, 5, 5]}).status_code == 400
-        assert _api(server, "/api/action", {"type": "click", "x": 1, "y": 1}).status_code == 404
+        assert api(server, "/api/correct", {"t": 99, "box": [1, 1, 5, 5]}).status_code == 400
+        assert api(server, "/api/action", {"type": "click", "x": 1, "y": 1}).status_code == 404
         assert not page.errors, page.errors
     finally:
         page.close()

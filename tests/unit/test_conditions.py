@@ -49,3 +49,41 @@ steps:
 """)
     with pytest.raises(SpecError, match=r"steps\[0\]: `exited` belongs only in the last step"):
         load_scenario(path)
+
+
+class RecordsProbe:
+    """The records a program's readers would answer (`clinigym.spec.record_sources`)."""
+    def __init__(self, sets):
+        self.sets = sets
+
+    def records(self, name):
+        return self.sets[name]
+
+
+def test_record_counts_the_records_that_match_key_patient_and_values():
+    from clinigym.core.audit import Item
+    probe = RecordsProbe({"conditions": {"1": Item("PHANTOM^BOB CG0002", {"code": "J45", "active": "t"}),
+                                         "2": Item("PHANTOM^ALICE CG0001", {"code": "J45", "active": "f"})}})
+
+    def count(**given):
+        return [n for n in range(3) if holds(Condition(record={"set": "conditions", **given, "count": n}), probe)]
+    assert count() == [2]
+    assert count(fields={"code": "J45"}) == [2]
+    assert count(fields={"code": "J45", "active": "t"}) == [1]
+    assert count(patient="phantom bob cg0002") == [1]   # names compare as the audit compares them
+    assert count(key="2", fields={"active": "t"}) == [0]
+    assert count(key="3") == [0]
+
+
+def test_a_record_check_names_a_record_set_of_its_program(tmp_path):
+    path = tmp_path / "no-such-set.yaml"
+    path.write_text("""app: orthanc
+overview: Delete a study.
+steps:
+  - {instruction: Click., action: click, target: {box: [0, 0, 9, 9]}, transition: {window: x}}
+check:
+  - record: {set: series, key: abc, count: 0}
+""")
+    with pytest.raises(SpecError, match=r"check\[0\].record: 'series' is not a record set of orthanc \(its records: "
+                                        r"patients, studies, downloads\)"):
+        load_scenario(path)

@@ -60,7 +60,8 @@ def test_one_action_registry_everywhere():
 
 def test_condition_kinds_are_one_table():
     assert set(conditions.KINDS) == {"window", "no_window", "dom_visible", "dom_hidden", "changed", "http",
-                                     "file_exists", "no_file", "file_contains", "exited", "screen", "sql", "shown"}
+                                     "file_exists", "no_file", "file_contains", "exited", "screen", "sql", "shown",
+                                     "record"}
     fields = set(conditions.Condition.model_fields)
     assert fields == set(conditions.KINDS) | {"text"}
     cond = conditions.Condition(dom_visible="#x", text="OK")

@@ -138,3 +138,24 @@ def test_painted_is_a_box(tmp_path, box, problem):
     app = refused_then_loaded(tmp_path, f"  - {{name: lab, command: [xmessage, hi], ready: {{painted: {box}}}}}\n",
                               box, "[0, 104, 300, 142]", "processes[0].ready.painted", problem)
     assert app.processes[0].ready.painted == [0, 104, 300, 142]
+
+
+def test_a_scenario_cannot_point_gnu_health_s_client_off_the_machine(tmp_path):
+    step = "  - {instruction: Click., action: click, target: {box: [0, 0, 9, 9]}, transition: {window: x}}\n"
+    for name, url in (("demo", "gnuhealth://demo.gnuhealth.org:8000/health50"),
+                      ("model", "gnuhealth://127.0.0.1:${PORT_TRYTON}/gnuhealth_${PORT_TRYTON}/model/gnuhealth.patient")):
+        (tmp_path / f"{name}.yaml").write_text(f"app: gnuhealth\noverview: Open.\nargs: ['{url}']\nsteps:\n{step}")
+    with pytest.raises(SpecError, match=r"args\[0\]: 'gnuhealth://demo.gnuhealth.org:8000/health50' does not "
+                                        r"match client's `args_match`"):
+        load_scenario(tmp_path / "demo.yaml")
+    assert load_scenario(tmp_path / "model.yaml").args == [
+        "gnuhealth://127.0.0.1:${PORT_TRYTON}/gnuhealth_${PORT_TRYTON}/model/gnuhealth.patient"]
+
+
+def test_default_args_go_with_the_main_process(tmp_path):
+    from clinigym.spec.apps import _load
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "app.yaml").write_text("name: x\ntitle: X\nprocesses:\n  - {name: server, command: [s], "
+                                             "default_args: [x]}\n  - {name: client, command: [c]}\n")
+    with pytest.raises(SpecError, match="process 'server': default_args and args_match go with the main"):
+        _load(tmp_path / "x" / "app.yaml")

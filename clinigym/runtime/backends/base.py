@@ -13,20 +13,20 @@ import glob
 import os
 import re
 import shutil
-import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
 
 import psycopg
 import requests
 
+from clinigym.core.audit import Item
 from clinigym.core.elements import Caps, Tree
 from clinigym.core.errors import ProgramDied, ProgramError, WaitTimeout
 from clinigym.core.geometry import Box
 from clinigym.runtime import npm, pyenv
 from clinigym.runtime.a11y.session import A11ySession
+from clinigym.runtime.backends.health import KILLED, Death, Health
 from clinigym.runtime.backends.settling import Settling
 from clinigym.runtime.backends.sql import SqlReader
 from clinigym.runtime.browser import DevTools, RequestLog, chromium_command
@@ -37,34 +37,9 @@ from clinigym.runtime.slots import claim, mark_owner
 from clinigym.runtime.waiting import wait_for
 from clinigym.spec.apps import AppSpec, Process, render
 from clinigym.spec.conditions import Target, holds
+from clinigym.spec.record_sources import snapshot
 
-__all__ = ["Backend", "Death", "ProgramDied", "base_environment"]
-
-
-
-class Health(NamedTuple):
-    display_gone: str | None             # why the display is gone, or None
-    exits: dict[str, int | None]         # every process: its exit status, None while it runs
-    stopped: list[str]                   # processes with a process stopped by a signal (state T)
-
-
-# Deaths no click or key of an agent can cause: killed by SIGKILL (the kernel's OOM killer, an
-# operator, a lost container) or SIGTERM, as Popen reports them (-N) or as shells and the JVM
-# do (128 + N). Any other exit (a status, SIGSEGV, SIGABRT, a clean quit) is the program's
-# answer to what it was sent: the agent's.
-KILLED = {code for sig in (signal.SIGKILL, signal.SIGTERM) for code in (-sig, 128 + sig)}
-
-
-class Death(str):
-    """Why the program is not running (`Backend.dead()`; a str, as recorded), and whether
-    the infrastructure ended it (its display or container gone, a process killed or stopped
-    from outside) rather than the agent's actions."""
-    infrastructure: bool
-
-    def __new__(cls, reason: str, infrastructure: bool) -> Death:
-        death = super().__new__(cls, reason)
-        death.infrastructure = infrastructure
-        return death
+__all__ = ["Backend", "Death", "Health", "ProgramDied", "base_environment"]
 
 
 class Backend(Settling):
@@ -190,8 +165,9 @@ class Backend(Settling):
     def _restore_and_launch(self, args: list[str], instance: tuple[StudySpec, ...] = ()) -> None:
         """The restore commands, and every process in order, each ready before the next (a
         `concurrent` one once all have started); the restore runs while the processes before
-        `restore_before` start. `args` go to the main (last) process; a family's `instance` studies
-        are written to ${INSTANCE} first, and uploaded once the process `instance.after` is ready."""
+        `restore_before` start. `args` (else its `default_args`) go to the main (last) process;
+        a family's `instance` studies are written to ${INSTANCE} first, and uploaded once the
+        process `instance.after` is ready."""
         shutil.rmtree(self.workdir / "instance", ignore_errors=True)
         write_instance(self.workdir / "instance", instance)
         processes = self.app.processes
@@ -201,7 +177,8 @@ class Backend(Settling):
             for proc in processes:
                 if proc.name == before:
                     restoring.result()
-                self._launch(proc, args if proc is processes[-1] else (), wait=not proc.concurrent)
+                main = proc is processes[-1]
+                self._launch(proc, (args or proc.default_args) if main else (), wait=not proc.concurrent)
                 if instance and self.app.instance and proc.name == self.app.instance.after:
                     self._upload(self.render(self.app.instance.upload_dicom), "instance")
         for proc in processes:
@@ -360,6 +337,10 @@ class Backend(Settling):
 
     def exit_status(self, process: str) -> int | None:
         return self._exit_statuses().get(process)
+
+    def records(self, name: str) -> dict[str, Item]:
+        """One set of the program's records (its `records:`), read now."""
+        return snapshot({name: self.app.records[name]}, self)[name]
 
     def sql(self, query: str) -> list[list[str]]:
         """The rows a read-only query on the program's database answers (values as text, NULL
