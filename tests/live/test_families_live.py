@@ -3,6 +3,7 @@ every run, their generated patients and studies loaded into the real Orthanc, or
 files by the viewer, at each reset. The seeds of a failure are in its message."""
 from __future__ import annotations
 
+import hashlib
 import secrets
 
 import numpy as np
@@ -19,13 +20,32 @@ from conftest import oracle
 pytestmark = pytest.mark.live
 FAMILIES = all_families()
 CHECKED = [f for f in FAMILIES if f.instance(0).scenario.check]
+MODES = ("steps", "plan", "goal")
+SPLIT_OF = dict(zip(MODES, SPLITS))   # each mode's instances are of another split
+
+# Instances per family in `make test-all` (the acceptance counts) and in `make test` (the one
+# sampled family of each test, kept small so that `make test` stays short).
+ORACLE_INSTANCES = {"steps": 5, "plan": 5, "goal": 20}
+ORACLE_INSTANCES_SAMPLED = 1
+UNTOUCHED_STARTS, UNTOUCHED_STARTS_SAMPLED = 20, 2
+RANDOM_INSTANCES, RANDOM_INSTANCES_SAMPLED = 5, 2
+FIRST_SCREENS = 20                # in both tiers: `make test` runs it on one family only
+# A bound on one instance's time (a whole episode, or a reset), for the timeout of a test of
+# many instances: pyproject's 600 s is for one test of a few.
+EPISODE_SECONDS, RESET_SECONDS = 90, 30
 
 
-def sample(families, offset: int = 0) -> list:
-    """pytest parameters: `make test` runs one family (the `offset`-th, so that the tests cover
-    different ones), `make test-all` every one."""
+def sample(families, sampled: int, full: int, seconds: float, offset: int = 0) -> list:
+    """pytest parameters (family, instances), each id saying how many instances: `make test`
+    runs one family (the `offset`-th, so that the tests cover different ones) on `sampled`
+    instances; `make test-all` (`-m ''`) every family on `full` (the sampled family too: on
+    both counts when they differ). A test of `full` instances may take `seconds` per instance."""
     chosen = families[offset % len(families)].key
-    return [pytest.param(f, id=f.key, marks=[] if f.key == chosen else [pytest.mark.slow]) for f in families]
+    slow = [pytest.mark.slow, pytest.mark.timeout(max(600, round(seconds * full)))]
+    params = [pytest.param(f, sampled, id=f"{f.key}-{sampled}-instances") for f in families
+              if f.key == chosen and sampled != full]
+    return params + [pytest.param(f, full, id=f"{f.key}-{full}-instances",
+                                  marks=[] if f.key == chosen and sampled == full else slow) for f in families]
 
 
 def seeds(n: int) -> list[int]:
@@ -36,8 +56,10 @@ def seeds(n: int) -> list[int]:
     return sorted(drawn)
 
 
-def play(env, agent, seed: int) -> dict:
-    obs, info = env.reset(seed=seed)
+def play(env, agent, seed: int, start: tuple | None = None) -> dict:
+    """Instance `seed`'s episode (from `start`, the reset's observation and info, when the
+    caller reset already): its last info."""
+    obs, info = start or env.reset(seed=seed)
     agent.reset(seed)
     while True:
         obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
@@ -46,83 +68,136 @@ def play(env, agent, seed: int) -> dict:
             return info
 
 
-@pytest.mark.parametrize("family", sample(FAMILIES))
-def test_oracle_completes_instances_in_every_mode(family, backends, tmp_path):
-    """One instance per mode, each of another split (its patient from that split's names)."""
-    for mode, split, seed in zip(("steps", "plan", "goal"), SPLITS, seeds(3)):
-        env = make_env(family, mode, backend=backends(family.app), record_dir=tmp_path / mode,
-                       agent_name="oracle", split=split)
-        info = play(env, oracle(env), seed)
-        assert env.instance.cohort.patient.family in split_part(FAMILY_NAMES, split)
-        assert info["is_success"], (mode, seed, info.get("end_reason"))
-        if mode != "steps":
-            assert info["safety"]["violations"] == 0, (mode, seed, info["safety"])
-        [episode] = [read_episode(p) for p in (tmp_path / mode).iterdir()]
-        assert (episode.header.instance, episode.header.split, episode.header.gym_id) == (
-            seed, split, family.mode_gym_id(mode))
+def oracle_params() -> list:
+    """(family, mode, instances): `make test-all` 5 instances of every family in the steps and
+    plan modes and 20 in the goal mode; `make test` 1 in each mode of one family."""
+    return [pytest.param(*p.values[:1], mode, *p.values[1:], id=f"{mode}-{p.id}", marks=p.marks)
+            for mode in MODES for p in sample(FAMILIES, ORACLE_INSTANCES_SAMPLED, ORACLE_INSTANCES[mode],
+                                              EPISODE_SECONDS)]
+
+
+@pytest.mark.parametrize("family, mode, instances", oracle_params())
+def test_oracle_completes_every_instance(family, mode, instances, backends, tmp_path):
+    """The oracle completes every one of `instances` instances (20 per family in the goal mode
+    and 5 in the steps and plan modes in `make test-all`, 1 per mode in `make test`), one
+    environment for all, each mode's of another split (its patients from that split's names),
+    with no violation in the plan and goal modes; each episode's recording names its instance."""
+    split, drawn = SPLIT_OF[mode], seeds(instances)
+    env = make_env(family, mode, backend=backends(family.app), record_dir=tmp_path, agent_name="oracle", split=split)
+    try:
+        for seed in drawn:
+            info = play(env, oracle(env), seed)
+            assert env.instance.cohort.patient.family in split_part(FAMILY_NAMES, split), (family.key, mode, seed)
+            assert info["is_success"], (family.key, mode, seed, info.get("end_reason"))
+            if mode != "steps":
+                assert info["safety"]["violations"] == 0, (family.key, mode, seed, info["safety"])
+    finally:
+        env.close()
+    episodes = [read_episode(p) for p in tmp_path.iterdir()]
+    headers = sorted((e.header.instance, e.header.split, e.header.gym_id) for e in episodes)
+    assert headers == [(s, split, family.mode_gym_id(mode)) for s in drawn], drawn
+
+
+@pytest.mark.parametrize("family, instances", sample(CHECKED, UNTOUCHED_STARTS_SAMPLED, UNTOUCHED_STARTS,
+                                                     RESET_SECONDS, 1))
+def test_checks_fail_on_untouched_starts(family, instances, backends):
+    """The final check (all its conditions) does not hold on the untouched start of any of
+    `instances` instances (20 per family in `make test-all`, 2 in `make test`)."""
+    drawn = seeds(instances)
+    env = make_env(family, "steps", backend=backends(family.app))
+    try:
+        for seed in drawn:
+            env.reset(seed=seed)
+            now = env.backend.display.grab()
+            assert not all(holds(c, env.backend, None, now) for c in env.scenario.check), (family.key, seed, drawn)
+    finally:
         env.close()
 
 
-@pytest.mark.parametrize("family", sample(CHECKED, 1))
-def test_checks_fail_on_untouched_starts(family, backends):
-    env = make_env(family, "steps", backend=backends(family.app))
-    for seed in seeds(2):
-        env.reset(seed=seed)
-        now = env.backend.display.grab()
-        assert not all(holds(c, env.backend, None, now) for c in env.scenario.check), seed
-    env.close()
-
-
-@pytest.mark.parametrize("family", sample(FAMILIES, 2))
-def test_random_agent_does_not_complete_an_instance(family, backends):
+@pytest.mark.parametrize("family, instances", sample(FAMILIES, RANDOM_INSTANCES_SAMPLED, RANDOM_INSTANCES,
+                                                     EPISODE_SECONDS, 2))
+def test_random_agent_completes_no_instance(family, instances, backends):
+    """The random agent (its clicks drawn from the instance's seed) succeeds on none of
+    `instances` instances (5 per family in `make test-all`, 2 in `make test`), in the goal
+    mode: judged on the final state or the answer, as a task is, not click by click (in the
+    steps mode a click of one-click families lands in the target's box by chance, about one
+    in 500)."""
     from clinigym.run.runner import agent_for
-    env = make_env(family, "steps", backend=backends(family.app), agent_name="random")
-    for seed in seeds(2):
-        info = play(env, agent_for(env, "random", seed), seed)
-        assert info["end_reason"] != "completed", seed
-    env.close()
+    drawn = seeds(instances)
+    env = make_env(family, "goal", backend=backends(family.app), agent_name="random")
+    try:
+        for seed in drawn:
+            info = play(env, agent_for(env, "random", seed), seed)
+            assert not info["is_success"], (family.key, seed, info.get("end_reason"), drawn)
+    finally:
+        env.close()
 
 
-def _seeds_and_screens(family, backends) -> bool:
-    """The same seed twice gives pixel-identical first screens and targets; other seeds other
-    first screens. Returns whether the first step's target moved between seeds (the task's
-    patient has another place in the list) within a few seeds (two seeds may put it in the
-    same place by chance)."""
+# The first step's target of every family whose first screens were compared in this session
+# (by the test of the seeds), by seed: the test of the moving target reuses them.
+_TARGETS: dict[str, dict[int, object]] = {}
+
+
+def _first_screens(family, backends, drawn: list[int]) -> dict[int, str]:
+    """Each seed's first screen (a hash of its pixels) and first target, in one environment;
+    then the first seed again: pixel-identical, the same target."""
     env = make_env(family, "steps", backend=backends(family.app))
+    try:
+        def start(seed):
+            obs, _ = env.reset(seed=seed)
+            return obs["screenshot"], ground_truth(env).target()
 
-    def start(seed):
-        obs, _ = env.reset(seed=seed)
-        return obs["screenshot"], ground_truth(env).target()
-
-    first, *others = seeds(5)
-    shot, box = start(first)
-    again, box_again = start(first)
-    assert np.array_equal(shot, again) and box == box_again, (family.key, first)
-    moved = False
-    for seed in others:
-        other, other_box = start(seed)
-        assert not np.array_equal(shot, other), (family.key, first, seed)
-        moved = other_box != box
-        if moved:
-            break
-    env.close()
-    return moved
-
-
-def one_per_program(families) -> list:
-    """pytest parameters: `make test` runs the first family of each program, `make test-all` every one."""
-    firsts = {f.app: f.key for f in reversed(families)}
-    return [pytest.param(f, id=f.key, marks=[] if firsts[f.app] == f.key else [pytest.mark.slow]) for f in families]
+        shots, hashes, targets = {}, {}, {}
+        for seed in drawn:
+            shot, targets[seed] = start(seed)
+            hashes[seed] = hashlib.sha256(np.ascontiguousarray(shot).tobytes()).hexdigest()
+            if seed == drawn[0]:
+                shots[seed] = shot
+        first = drawn[0]
+        again, target_again = start(first)
+    finally:
+        env.close()
+    assert np.array_equal(shots[first], again), (family.key, first, "the same seed gave other pixels", drawn)
+    assert target_again == targets[first], (family.key, first, target_again, targets[first])
+    _TARGETS[family.key] = targets
+    return hashes
 
 
-@pytest.mark.parametrize("family", one_per_program(FAMILIES))
-def test_a_seed_gives_one_instance_and_seeds_differ_on_screen(family, backends):
-    _seeds_and_screens(family, backends)
+@pytest.mark.parametrize("family, instances", sample(FAMILIES, FIRST_SCREENS, FIRST_SCREENS, RESET_SECONDS, 5))
+def test_a_seed_gives_one_instance_and_seeds_differ_on_screen(family, instances, backends):
+    """The first screens of `instances` seeds (20; one family in `make test`, every one in `make
+    test-all`) are pairwise different (as many different hashes of their pixels as seeds), and
+    a seed reset again, after the others, gives a pixel-identical first screen and the same
+    target."""
+    drawn = seeds(instances)
+    hashes = _first_screens(family, backends, drawn)
+    alike = {h: [s for s in drawn if hashes[s] == h] for h in set(hashes.values())}
+    assert len(alike) == len(drawn), (family.key, "seeds with one first screen:",
+                                      [group for group in alike.values() if len(group) > 1], drawn)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(len(FAMILIES) * 5 * RESET_SECONDS)
 def test_the_target_moves_between_seeds_in_half_of_the_families(backends):
-    moved = {family.key: _seeds_and_screens(family, backends) for family in FAMILIES}
+    """The first step's target (its box) moves between seeds (the task's patient has another
+    place in the list) in at least half of the families: among the 20 seeds of the test above
+    when it ran on the family in this session, else among up to 5 seeds of its own (two seeds
+    may put it in the same place by chance)."""
+    moved = {}
+    for family in FAMILIES:
+        targets = _TARGETS.get(family.key)
+        if targets is None:
+            env = make_env(family, "steps", backend=backends(family.app))
+            targets = {}
+            try:
+                for seed in seeds(5):
+                    env.reset(seed=seed)
+                    targets[seed] = ground_truth(env).target()
+                    if len(set(targets.values())) > 1:
+                        break
+            finally:
+                env.close()
+        moved[family.key] = len(set(targets.values())) > 1
     assert sum(moved.values()) >= len(moved) / 2, moved
 
 
