@@ -47,9 +47,10 @@ class _Acting(Spec):
 
 
 class SetupStep(Spec):
-    """An unscored action that brings the program to the scenario's start state,
-    or a key press; `until` is waited for afterwards."""
-    action: StepAction | Literal["key"]  # type: ignore[valid-type]
+    """An unscored action that brings the program to the scenario's start state, a key
+    press, or a wait for what the program shows by itself (`wait`); `until` is waited for
+    afterwards."""
+    action: StepAction | Literal["key", "wait"]  # type: ignore[valid-type]
     target: Target | None = None
     end_target: Target | None = None
     text: str | None = None
@@ -62,7 +63,9 @@ class SetupStep(Spec):
     def _fields(self):
         if self.action == "key" and not self.keys:
             raise ValueError("a key set-up step needs keys")
-        if self.action != "key" and self.target is None:
+        if self.action == "wait" and (not self.until or self.target is not None):
+            raise ValueError("a wait set-up step takes no target and needs until")
+        if self.action not in ("key", "wait") and self.target is None:
             raise ValueError(f"a {self.action} set-up step needs a target")
         return self
 

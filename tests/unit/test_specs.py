@@ -159,3 +159,12 @@ def test_default_args_go_with_the_main_process(tmp_path):
                                              "default_args: [x]}\n  - {name: client, command: [c]}\n")
     with pytest.raises(SpecError, match="process 'server': default_args and args_match go with the main"):
         _load(tmp_path / "x" / "app.yaml")
+
+
+def test_a_wait_set_up_step_has_only_its_until():
+    from clinigym.spec.scenarios import SetupStep
+    step = SetupStep.model_validate({"action": "wait", "until": {"window": "^Patients$"}})
+    assert (step.target, [c.describe() for c in step.until]) == (None, ["window: ^Patients$"])
+    for bad in ({"action": "wait"}, {"action": "wait", "until": {"window": "x"}, "target": {"box": [0, 0, 9, 9]}}):
+        with pytest.raises(ValueError, match="a wait set-up step takes no target and needs until"):
+            SetupStep.model_validate(bad)
