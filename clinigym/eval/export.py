@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from clinigym.recording import Episode, episode_folders, read_episode
 from clinigym.spec.medspot import GroundTruth, MedspotStep, MedspotTask, write_dataset
@@ -25,7 +26,8 @@ def percent_box(box: list[float], width: int, height: int) -> tuple[float, float
 
 def to_medspot(run_dirs: list[Path], out: Path, complete_only: bool = True) -> list[MedspotTask]:
     """Write a MedSPOT-format dataset of the recorded episodes; one task per episode,
-    one annotation file per program. Returns the tasks written."""
+    one annotation file per program (each task's `extra["clinigym"]` names its scenario, and
+    a task family's instance and split). Returns the tasks written."""
     out = Path(out)
     tasks: list[MedspotTask] = []
     counters: dict[str, int] = {}
@@ -45,9 +47,10 @@ def to_medspot(run_dirs: list[Path], out: Path, complete_only: bool = True) -> l
             gt = GroundTruth(rec.expected_action, h.steps[rec.step]["instruction"],
                              percent_box(rec.target_box, width, height))
             steps.append(MedspotStep(len(steps) + 1, image, rec.instruction, (gt,)))
-        tasks.append(MedspotTask(software, index, h.overview, tuple(steps),
-                                 {"clinigym": {"scenario": h.scenario, "episode": ep.folder.name,
-                                               "image_size": [width, height]}}))
+        given: dict[str, Any] = {"scenario": h.scenario, "episode": ep.folder.name, "image_size": [width, height]}
+        if h.instance is not None:   # a task family's: `clinigym validate` re-creates the instance
+            given |= {"instance": h.instance, "split": h.split}
+        tasks.append(MedspotTask(software, index, h.overview, tuple(steps), {"clinigym": given}))
     write_dataset(tasks, out)
     return tasks
 

@@ -5,7 +5,8 @@ action we compare the live observation before the action with the recorded
 `step-NNN-before.png` (`clinigym.eval.similarity`, with the scenario's `wall_clock`
 boxes left out, as `clinigym validate` does), and the live outcome (`hit`, `correct`,
 `transition_seen`, `failure`: the environment's judged record, read through its
-privileged interface) with the recorded one.
+privileged interface) with the recorded one. A task family's episode replays on the instance
+its header names (`instance`, `split`), re-created from the family and that seed.
 """
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from clinigym.core.recording_schema import StepRecord
 from clinigym.eval.similarity import DEFAULT_THRESHOLD, Similarity, load_rgb, similarity, wall_clock_mask
 
 if TYPE_CHECKING:   # the live stack is imported only when something runs
-    from clinigym.recording import Episode
     from clinigym.runtime.backends import Backend
     from clinigym.spec.scenarios import Scenario
+    from clinigym.spec.task_families import Family
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class ReplayReport:
     episode: str
     scenario: str
     threshold: float
+    instance: int | None = None     # a task family's instance
     steps: list[StepReplay] = field(default_factory=list)
 
     @property
@@ -67,18 +69,31 @@ class ReplayReport:
         return {**asdict(self), "all_match": self.all_match}
 
 
-def episode_scenario(episode: Episode) -> Scenario:
-    """The scenario a recorded episode ran: its recorded file, else its key on the search path."""
-    from clinigym.spec.scenarios import load_scenario, select
-    header = episode.header
-    path = Path(header.scenario_path or "")
-    if path.suffix in (".yaml", ".yml") and path.exists():
-        return load_scenario(path)
-    # Recorded on another checkout: find the scenario by its key.
-    found = [s for s in select(header.scenario) if s.key == header.scenario]
+def find_task(key: str, path: str | None = None) -> Scenario | Family:
+    """A scenario or task family: its file when `path` names one that exists, else the one of
+    key `key` on the search path (a recording made on another checkout)."""
+    from clinigym.spec.scenarios import all_scenarios
+    from clinigym.spec.task_families import all_families, load_task
+    file = Path(path or "")
+    if file.suffix in (".yaml", ".yml") and file.exists():
+        return load_task(file)
+    found: list[Scenario | Family] = [s for s in all_scenarios() if s.key == key]
+    found += [f for f in all_families() if f.key == key]
     if not found:
-        raise ValueError(f"scenario {header.scenario!r} of the episode not found")
+        raise ValueError(f"no scenario or task family {key!r}")
     return found[0]
+
+
+def episode_start(task: Scenario | Family, seed: int | None, instance: int | None,
+                  split: str | None) -> tuple[int | None, str | None]:
+    """The reset seed and split that re-create a recorded task: a family's instance and split (a
+    reset without a seed drew the instance at random), else `seed` and no split."""
+    from clinigym.spec.task_families import Family
+    if not isinstance(task, Family):
+        return seed, None
+    if instance is None:
+        raise ValueError(f"{task.key} is a task family: its instance (seed) is needed to re-create the task")
+    return instance, split
 
 
 def _action(record: StepRecord) -> Any:
@@ -99,17 +114,18 @@ def replay_episode(folder: Path, backend: Backend | None = None,
     header = episode.header
     if header.backend == "static":
         raise ValueError(f"{folder}: a static (keyframe) episode has no live program to replay on")
-    scenario = episode_scenario(episode)
+    task = find_task(header.scenario, header.scenario_path)
+    seed, split = episode_start(task, header.seed, header.instance, header.split)
     obs_size = tuple(header.coordinates["observation_size"])
     # max_actions is not recorded; allowing exactly the recorded actions lets a long
     # recovery-mode episode replay in full and changes nothing else we compare.
-    env = StepsEnv(scenario, backend=backend, observation_size=obs_size, recovery=header.recovery,
-                  max_actions=len(episode.steps) or None)
+    env = StepsEnv(task, backend=backend, observation_size=obs_size, recovery=header.recovery,
+                   max_actions=len(episode.steps) or None, split=split)
     truth = ground_truth(env)
-    report = ReplayReport(str(episode.folder), scenario.key, threshold)
+    report = ReplayReport(str(episode.folder), task.key, threshold, seed if env.family else None)
     try:
-        obs, _ = env.reset(seed=header.seed)
-        clock = wall_clock_mask(scenario, env.coords)
+        obs, _ = env.reset(seed=seed)
+        clock = wall_clock_mask(env.scenario, env.coords)
         ended = False
         for i, record in enumerate(episode.steps):
             recorded = Outcome.of(record)
@@ -140,7 +156,8 @@ def replay_episode(folder: Path, backend: Backend | None = None,
 
 def format_report(report: ReplayReport) -> str:
     verdict = "all match" if report.all_match else "DIFFERS"
-    lines = [f"{Path(report.episode).name}  {report.scenario}  {len(report.steps)} actions  {verdict}",
+    task = report.scenario if report.instance is None else f"{report.scenario} instance {report.instance}"
+    lines = [f"{Path(report.episode).name}  {task}  {len(report.steps)} actions  {verdict}",
              f"{'action':>6} {'identical':>10} {'MAD':>7}  {'screen':<6}  {'recorded':<40} {'live':<40} outcome"]
     for s in report.steps:
         ident = f"{s.similarity.identical:.6f}" if s.similarity else "-"

@@ -40,9 +40,11 @@ are flagged as not reached. Fidelity is the fraction of unflagged steps, per
 task, per program and overall.
 
 The scenario map (YAML or JSON) maps MedSPOT task keys `"<Software>/<index>"`
-to scenario keys `"<app>/<id>"`; without one, each task's
-`extra["clinigym"]["scenario"]` (written by `clinigym.eval.export.to_medspot`) is
-used. Tasks without a scenario are listed as skipped.
+to scenario keys `"<app>/<id>"` (or task family keys, or their files); without one, each
+task's `extra["clinigym"]["scenario"]` (written by `clinigym.eval.export.to_medspot`) is
+used. Tasks without a scenario are listed as skipped. A task family's task runs on the
+instance its `extra["clinigym"]` names (`instance`, `split`: the recording's), re-created
+from the family and that seed.
 """
 from __future__ import annotations
 
@@ -67,6 +69,7 @@ if TYPE_CHECKING:   # the live stack is imported only when something runs
     from clinigym.runtime.backends import Backend
     from clinigym.spec.medspot import MedspotStep, MedspotTask
     from clinigym.spec.scenarios import Scenario, Step
+    from clinigym.spec.task_families import Family
 
 DEFAULT_MAX_OFFSET = 5.0    # px; more than rounding between percent and pixel boxes
 WATCH_SECONDS = 1.5
@@ -121,6 +124,7 @@ class TaskCheck:
     task: str          # "<Software>/<index>"
     scenario: str      # "<app>/<id>"
     app: str
+    instance: int | None = None   # a task family's instance
     steps: list[StepCheck] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)   # task-level problems
 
@@ -164,13 +168,19 @@ def load_scenario_map(path: Path) -> dict[str, str]:
     return data
 
 
-def _scenario(key: str) -> Scenario:
+def _scenario(key: str) -> Scenario | Family:
+    """What a map or an exported task names: a scenario or task family by file or key, or a
+    glob that names one scenario."""
+    from clinigym.eval.replay import find_task
     from clinigym.spec.scenarios import select
+    try:
+        return find_task(key, key)
+    except ValueError:
+        pass
     found = select(key)
-    exact = [s for s in found if s.key == key] or found
-    if len(exact) != 1:
-        raise ValueError(f"{key!r} names {len(exact)} scenarios, not one")
-    return exact[0]
+    if len(found) != 1:
+        raise ValueError(f"{key!r} names {len(found)} scenarios, not one")
+    return found[0]
 
 
 def _check_step(env: StepsEnv, obs: dict, dataset: Path, step: MedspotStep, live_step: Step,
@@ -248,32 +258,37 @@ def _check_step(env: StepsEnv, obs: dict, dataset: Path, step: MedspotStep, live
     return check, obs, rec
 
 
-def validate_task(dataset: Path, task: MedspotTask, scenario: Scenario, backend: Backend | None = None,
+def validate_task(dataset: Path, task: MedspotTask, scenario: Scenario | Family, backend: Backend | None = None,
                   threshold: float = DEFAULT_THRESHOLD, max_offset: float = DEFAULT_MAX_OFFSET) -> TaskCheck:
+    """Validate one task on its live program; a task family's on the instance the task names."""
     from clinigym.envs import ground_truth
     from clinigym.envs.steps import StepsEnv
+    from clinigym.eval.replay import episode_start
 
-    result = TaskCheck(task.key, scenario.key, scenario.app)
-    steps = [s for s in task.steps if s.scorable]
-    if len(steps) != len(scenario.steps):
-        result.flags.append(f"{len(steps)} scorable steps, the scenario has {len(scenario.steps)}")
+    given = task.extra.get("clinigym") or {}
+    seed, split = episode_start(scenario, 0, given.get("instance"), given.get("split"))
     # Recovery mode: a failed ground-truth action does not end the episode, so the scenario's
     # own action can bring the program to the state the next step expects.
-    env = StepsEnv(scenario, backend=backend, recovery=True)
+    env = StepsEnv(scenario, backend=backend, recovery=True, split=split)
+    result = TaskCheck(task.key, scenario.key, scenario.app, seed if env.family else None)
     try:
-        obs, _ = env.reset(seed=0)
+        obs, _ = env.reset(seed=seed)
+        live = env.scenario   # a family's: this instance's
+        steps = [s for s in task.steps if s.scorable]
+        if len(steps) != len(live.steps):
+            result.flags.append(f"{len(steps)} scorable steps, the scenario has {len(live.steps)}")
         stopped: str | None = None
         for i, step in enumerate(steps):
-            if stopped is None and i >= len(scenario.steps):
+            if stopped is None and i >= len(live.steps):
                 stopped = "no live step for it"
             if stopped:
                 result.steps.append(StepCheck(step.step_id, step.image_path, flags=[f"not reached: {stopped}"]))
                 continue
-            check, obs, rec = _check_step(env, obs, Path(dataset), step, scenario.steps[i], threshold, max_offset)
+            check, obs, rec = _check_step(env, obs, Path(dataset), step, live.steps[i], threshold, max_offset)
             result.steps.append(check)
             if rec.truncated_reason:
                 stopped = f"the live program stopped ({rec.truncated_reason})"
-            elif not check.correct and i + 1 < min(len(steps), len(scenario.steps)):
+            elif not check.correct and i + 1 < min(len(steps), len(live.steps)):
                 obs, reward, _, truncated, _ = env.step(ground_truth(env).action())
                 if not reward or truncated:
                     stopped = (f"step {step.step_id} failed live and the scenario's own action "
@@ -356,7 +371,8 @@ def format_report(report: ValidationReport) -> str:
             lines.append(f"{t.task:<16} {t.scenario:<30} {_step_row(s)}")
             lines += [f"{'':<52}! {flag}" for flag in s.flags]
     lines += ["", "fidelity (steps without a flag):"]
-    lines += [f"  task    {t.task:<16} {t.scenario:<30} {_pct(t.fidelity):>7}" for t in report.tasks]
+    lines += [f"  task    {t.task:<16} {t.scenario:<30} {_pct(t.fidelity):>7}"
+              + ("" if t.instance is None else f"   (instance {t.instance})") for t in report.tasks]
     lines += [f"  program {app:<47} {_pct(v):>7}" for app, v in report.per_program().items()]
     lines.append(f"  overall {'':<47} {_pct(report.fidelity()):>7}   ({report.flagged} flagged)")
     if report.skipped:

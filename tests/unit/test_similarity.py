@@ -1,5 +1,6 @@
 """The measures replay and validate share (pure, exact values): how alike two screens are,
-which pixels are left out, where a piece of one screen is on another, and the scenario map."""
+which pixels are left out, where a piece of one screen is on another, the scenario map, and
+how a recorded task is found and re-created."""
 from __future__ import annotations
 
 import json
@@ -82,3 +83,20 @@ def test_an_exported_box_comes_back_in_whole_pixels():
     assert Box.from_percent(*bbox, 1920, 1080).center == (1120, 395)   # the float error
     assert pixel_box(bbox, 1920, 1080) == recorded
     assert pixel_box(bbox, 1920, 1080).center == recorded.center == (1120, 396)
+
+
+def test_a_family_task_is_re_created_from_its_instance_and_split():
+    """A recording or an exported task names a scenario or a task family (by key or file); a
+    family's is re-created from the instance and split recorded with it, never without them."""
+    from clinigym.eval.replay import episode_start, find_task
+    from clinigym.spec.task_families import select_families
+    [family] = select_families("orthanc/protect-patient-lookalikes")
+    scenario = find_task(ORTHANC)
+    assert scenario.key == ORTHANC and find_task("moved/elsewhere", str(scenario.path)).key == ORTHANC
+    assert find_task(family.key) is family and find_task("moved/elsewhere", str(family.path)) is family
+    assert episode_start(family, 0, 1234, "test") == (1234, "test")
+    assert episode_start(scenario, 7, None, None) == (7, None)
+    with pytest.raises(ValueError, match="its instance"):
+        episode_start(family, 0, None, "test")
+    with pytest.raises(ValueError, match="no scenario or task family"):
+        find_task("orthanc/no-such-task")
