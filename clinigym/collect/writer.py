@@ -312,7 +312,7 @@ def finish(session: CollectSession) -> dict:
     path = write_scenario(session)
     demo = save_demonstration(session, path)
     result, folder = replay(session, path)
-    if result["status"] == "complete" and demonstrated is not None:
+    if result["status"] == "complete" and demonstrated is not None and session.replayed is not None:
         result["derived"] = _complete(session, path, demonstrated)
     result.update(scenario=str(path), demonstration=str(demo),
                   flags={s.index: s.flags for s in session.steps if s.flags},
