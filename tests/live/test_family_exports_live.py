@@ -12,6 +12,7 @@ from clinigym.envs.registration import make_env
 from clinigym.eval import replay, validate
 from clinigym.eval.export import to_medspot
 from clinigym.recording import episode_folders, read_episode
+from clinigym.run.episodes import run_episode
 from clinigym.spec.cohort import SPLITS
 from clinigym.spec.task_families import all_families
 from conftest import oracle
@@ -30,15 +31,9 @@ def record(family, backend, seed: int, split: str, out) -> dict:
     """The oracle's steps-mode episode on instance `seed` of `split`, recorded under `out`; its last info."""
     env = make_env(family, "steps", backend=backend, record_dir=out, agent_name="oracle", split=split)
     try:
-        obs, info = env.reset(seed=seed)
-        agent = oracle(env)
-        agent.reset(seed)
-        terminated = truncated = False
-        while not (terminated or truncated):
-            obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+        return run_episode(env, oracle(env), seed)
     finally:
         env.close()
-    return info
 
 
 # `make test` runs the eighth family by key (when written, dicomscope/save-image-lookalikes: seven
