@@ -26,7 +26,7 @@ from pydicom.uid import (
     generate_uid,
 )
 
-from clinigym.spec.cohort import Cohort
+from clinigym.spec.cohort import Cohort, iso_day
 
 
 @dataclass(frozen=True)
@@ -411,6 +411,6 @@ def write_instance(folder: Path, studies: tuple[StudySpec, ...]) -> list[Path]:
     people = {s.patient_id: s for s in studies}.values()
     (folder / "people.json").write_text(json.dumps([
         {"family": s.patient_name.split("^")[0], "given": s.patient_name.split("^")[1], "id": s.patient_id,
-         "birth_date": f"{s.birth_date[:4]}-{s.birth_date[4:6]}-{s.birth_date[6:]}", "sex": s.sex}
+         "birth_date": iso_day(s.birth_date), "sex": s.sex}
         for s in people], indent=1))
     return [p for i, spec in enumerate(studies) for p in write_study(spec, folder, f"{i + 1:02d}-{spec.key}")]

@@ -269,6 +269,10 @@ class AppSpec(Spec):
     restore: list[list[str]] = Field([], description=(
         "commands run at every reset after the pristine state folder is back and before the processes "
         "start: state kept outside that folder (a database copied from its template) is restored here"))
+    restore_instance: list[list[str]] = Field([], description=(
+        "commands run after `restore` at a reset that loads a task family's instance (its studies and "
+        "${INSTANCE}/people.json written): the generated studies or people put where the program reads "
+        "them; never at a fixed scenario's reset"))
     restore_before: str | None = Field(None, description=(
         "the process the restore commands must end before: they run while the processes before it "
         "start, which read none of what they restore (default: before the first process)"))

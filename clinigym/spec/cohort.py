@@ -103,7 +103,7 @@ class Study:
 
     @property
     def date_iso(self) -> str:
-        return _iso(self.date)
+        return iso_day(self.date)
 
     @property
     def date_dmy(self) -> str:
@@ -138,7 +138,7 @@ class Person:
 
     @property
     def birth_date_iso(self) -> str:
-        return _iso(self.birth_date)
+        return iso_day(self.birth_date)
 
     @property
     def birth_date_spelled(self) -> str:
@@ -233,7 +233,7 @@ def _years(birth: str, on: date) -> int:
     return on.year - born.year - ((on.month, on.day) < (born.month, born.day))
 
 
-def _iso(text: str) -> str:
+def iso_day(text: str) -> str:
     """YYYYMMDD as YYYY-MM-DD."""
     return f"{_parse_day(text):%Y-%m-%d}"
 

@@ -163,18 +163,17 @@ class Family:
         self.template = data
         if self.spec.cohort and not self._reads_instance():
             raise SpecError(self.path, "cohort", f"{self.app} loads no generated studies by itself (its program "
-                            "file has no `instance:` and names no ${INSTANCE}): open them from ${INSTANCE}, "
+                            "file has no `instance:` or `restore_instance:`): open them from ${INSTANCE}, "
                             "e.g. in `args`")
         # Instance 0: what every instance shares (program, steps, kinds of checks); a template
         # that cannot render is the file's error, found at load.
         self.scenario = self.instance(0).scenario
 
     def _reads_instance(self) -> bool:
-        """The program loads the generated studies (`instance:`), or its file or the family's
-        reads them from ${INSTANCE}."""
+        """The program loads the generated studies (`instance:`, `restore_instance:`), or the
+        family reads them from ${INSTANCE} (in its `args`)."""
         app = load_app(self.app)
-        return (app.instance is not None or "${INSTANCE}" in (app.folder / "app.yaml").read_text()
-                or "${INSTANCE}" in self.path.read_text())
+        return app.instance is not None or bool(app.restore_instance) or "${INSTANCE}" in str(self.template)
 
     @property
     def key(self) -> str:

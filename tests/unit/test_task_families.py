@@ -259,3 +259,23 @@ def test_no_instruction_gives_away_the_answer(family):
         for text in texts:
             assert not any(a in text.split() or (answer.text is not None and a in text) for a in answers), \
                 (seed, text, answers)
+
+
+@pytest.mark.parametrize("app, args, loads", [
+    ("aeskulap", "", False),                                  # opens files only from its command line
+    ("aeskulap", 'args: ["${INSTANCE}/*/*.dcm"]\n', True),
+    ("dicomscope", "", True),                                 # its program file's restore_instance
+])
+def test_a_cohort_needs_a_program_that_loads_the_generated_studies(tmp_path, app, args, loads):
+    folder = tmp_path / "scenarios" / app / "families"
+    folder.mkdir(parents=True)
+    path = folder / "count.yaml"
+    path.write_text(f"app: {app}\noverview: Count images.\ncohort: {{others: [1, 1], lookalikes: [1, 1], "
+                    f"studies: [1, 1]}}\ngoal: How many images has {{{{patient.name}}}}?\nanswer: {{number: 1}}\n"
+                    f"{args}steps:\n  - {{instruction: Look., action: click, target: {{box: [0, 0, 9, 9]}}, "
+                    "transition: {window: x}}\n")
+    if loads:
+        assert Family(path).key == f"{app}/count"
+    else:
+        with pytest.raises(SpecError, match="aeskulap loads no generated studies by itself .*restore_instance"):
+            Family(path)

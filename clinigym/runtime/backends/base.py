@@ -173,7 +173,7 @@ class Backend(Settling):
         processes = self.app.processes
         before = self.app.restore_before or processes[0].name
         with ThreadPoolExecutor(1) as pool:   # leaving the block waits for the restore
-            restoring = pool.submit(self._restore)
+            restoring = pool.submit(self._restore, bool(instance))
             for proc in processes:
                 if proc.name == before:
                     restoring.result()
@@ -185,8 +185,8 @@ class Backend(Settling):
             if proc.concurrent:
                 self._wait_ready(proc)
 
-    def _restore(self) -> None:
-        for cmd in self.app.restore:
+    def _restore(self, instance: bool) -> None:
+        for cmd in [*self.app.restore, *(self.app.restore_instance if instance else ())]:
             self._run_checked([self.render(a) for a in cmd], "restore")
 
     def _wait_ready(self, proc: Process) -> None:
